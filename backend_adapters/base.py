@@ -1,0 +1,228 @@
+"""The one protocol every backend adapter implements (DESIGN.md §2).
+
+An adapter observes runs, heartbeats, interrupts and journal steps of one backend context, and
+acts on them: pause, resume, cancel, terminate, decide. It never imports Textual, typer, or the
+gateway. Errors are typed so the gateway can turn them into exit codes and error frames.
+
+Designed for all four backends measured in ``shared/backends``:
+
+- DBOS: no native pause (cancel + resume, recorded as a pause in a :class:`PauseLedger`),
+  no native heartbeats (agents push them to the gateway), interrupts via ``set_event``.
+- Temporal: per-activity pause, native heartbeats (pending activities), interrupts via a
+  search attribute + query + update.
+- LangGraph: no native pause (cancel ``action=interrupt`` is the nearest), interrupts are
+  native (``interrupt()``), no heartbeats.
+- Restate: native pause/resume/cancel/kill per invocation, interrupts via awakeables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from console.model import (
+    Action,
+    BackendHealth,
+    Decision,
+    DecisionKind,
+    Heartbeat,
+    Interrupt,
+    JournalStep,
+    Run,
+)
+
+# ---------------------------------------------------------------------------------- errors
+
+
+class BackendError(Exception):
+    """Base of every error an adapter raises on purpose. ``code`` is stable."""
+
+    code = "backend_error"
+
+    def __init__(self, message: str, *, target: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.target = target
+
+
+class NotFound(BackendError):
+    """The run or interrupt does not exist on the backend."""
+
+    code = "not_found"
+
+
+class Conflict(BackendError):
+    """The action does not fit the current state (already decided, already terminal, ...)."""
+
+    code = "conflict"
+
+
+class Unsupported(BackendError):
+    """The backend has no such action (see ``capabilities()``)."""
+
+    code = "unsupported"
+
+
+class Unreachable(BackendError):
+    """The backend is down, slow past its deadline, or answered something unparseable."""
+
+    code = "unreachable"
+
+
+class InvalidInput(BackendError):
+    """Arguments rejected before or by the backend (e.g. edited args fail the schema)."""
+
+    code = "invalid"
+
+
+# ---------------------------------------------------------------------------- capabilities
+
+
+@dataclass(frozen=True)
+class ActionCapability:
+    """Whether an action exists on a backend and what it means there, in operator words."""
+
+    supported: bool
+    meaning: str
+    operations: tuple[str, ...] = ()  # backend calls the action makes, shown in plans
+    native: bool = True  # False when emulated (e.g. DBOS pause = cancel + console record)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    backend: str
+    actions: dict[Action, ActionCapability]
+    decisions: tuple[DecisionKind, ...] = tuple(DecisionKind)
+    native_heartbeats: bool = False  # False: agents push heartbeats to the gateway
+    notes: tuple[str, ...] = ()
+
+    def supports(self, action: Action) -> bool:
+        cap = self.actions.get(action)
+        return bool(cap and cap.supported)
+
+    def contract(self) -> dict[str, object]:
+        return {
+            "backend": self.backend,
+            "actions": {
+                a.value: {
+                    "supported": c.supported,
+                    "meaning": c.meaning,
+                    "operations": list(c.operations),
+                    "native": c.native,
+                }
+                for a, c in self.actions.items()
+            },
+            "decisions": [d.value for d in self.decisions],
+            "native_heartbeats": self.native_heartbeats,
+            "notes": list(self.notes),
+        }
+
+
+# ------------------------------------------------------------------------------ observation
+
+
+@dataclass
+class Observation:
+    """One poll of a backend context: the runs it reports and their pending interrupts.
+
+    ``runs`` holds every active run plus recently finished ones the adapter still reports;
+    a run missing from ``runs`` that the gateway knew is kept as-is (it may simply have aged
+    out of the adapter's window), unless listed in ``gone``.
+    """
+
+    runs: list[Run] = field(default_factory=list)
+    interrupts: list[Interrupt] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)  # run ids that no longer exist
+    complete: bool = True  # False when the adapter only refreshed part of its runs this poll
+
+
+@dataclass
+class ActionOutcome:
+    """What an action did on the backend, for the result and the audit entry."""
+
+    detail: str
+    operations: list[str] = field(default_factory=list)
+
+
+class PauseLedger(Protocol):
+    """Where the console records that it paused a run, for backends without a native pause.
+
+    The gateway provides one backed by its journal; adapters read it when mapping states.
+    """
+
+    def is_paused(self, run_id: str) -> bool: ...
+
+    def mark_paused(self, run_id: str, paused: bool) -> None: ...
+
+
+class MemoryPauseLedger:
+    """A process-local ledger (tests of pure logic, one-shot scripts)."""
+
+    def __init__(self) -> None:
+        self._paused: set[str] = set()
+
+    def is_paused(self, run_id: str) -> bool:
+        return run_id in self._paused
+
+    def mark_paused(self, run_id: str, paused: bool) -> None:
+        if paused:
+            self._paused.add(run_id)
+        else:
+            self._paused.discard(run_id)
+
+
+# --------------------------------------------------------------------------------- protocol
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """One backend context (e.g. ``dbos:local``). All methods are async-safe.
+
+    Identifiers passed in are *native* ids (workflow id, thread id, invocation id) and, for
+    interrupts, the :class:`Interrupt` the gateway knows, so adapters need no lookups.
+    """
+
+    name: str  # backend kind: "dbos", "temporal", "langgraph", "restate"
+    context: str  # context name, the middle part of run ids
+    url: str  # where it lives, without secrets
+    poll_interval_s: float  # how often the gateway calls observe()
+
+    async def start(self) -> None:
+        """Open clients/connections. Raise Unreachable if the backend cannot be reached."""
+
+    async def close(self) -> None: ...
+
+    def capabilities(self) -> Capabilities: ...
+
+    async def observe(self) -> Observation:
+        """Poll runs and pending interrupts. Raise Unreachable when down or nonsensical."""
+
+    async def get_run(self, native_id: str) -> Run:
+        """One run, fresh from the backend. Raise NotFound."""
+
+    async def journal(self, native_id: str) -> list[JournalStep]:
+        """Journal steps, marking completed vs in flight. Raise NotFound."""
+
+    async def heartbeats(self, native_id: str) -> list[Heartbeat]:
+        """Native heartbeat samples the backend keeps (empty where it has none)."""
+
+    def focus(self, native_ids: set[str]) -> None:
+        """Hint: the operator is looking at these runs; refresh them first."""
+
+    async def pause(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome: ...
+
+    async def resume(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome: ...
+
+    async def cancel(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome: ...
+
+    async def terminate(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome: ...
+
+    async def decide(
+        self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
+    ) -> ActionOutcome:
+        """Deliver a decision exactly once: the same idempotency key must never deliver twice.
+        Raise Conflict if the backend knows the interrupt is no longer pending."""
+
+
+def health_of(backend: Backend) -> BackendHealth:
+    return BackendHealth(backend=backend.name, context=backend.context, url=backend.url)

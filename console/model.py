@@ -1,0 +1,397 @@
+"""Domain types shared by adapters, gateway, CLI and TUI (DESIGN.md §1 and §5).
+
+Nothing here imports Textual, typer or websockets. The JSON field names produced by the
+``contract()`` methods are the scripting contract: add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def age_seconds(at: datetime | None, now: datetime | None = None) -> float | None:
+    """Seconds elapsed since ``at`` (never negative); None when ``at`` is None."""
+    if at is None:
+        return None
+    now = now or utcnow()
+    return max(0.0, round((now - at).total_seconds(), 3))
+
+
+class RunState(StrEnum):
+    RUNNING = "running"
+    LATE = "late"
+    LOST = "lost"
+    WAITING = "waiting"
+    PAUSING = "pausing"
+    PAUSED = "paused"
+    BACKING_OFF = "backing_off"
+    CANCELLING = "cancelling"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TERMINATED = "terminated"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset(
+    {RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.TERMINATED}
+)
+
+
+class Action(StrEnum):
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+    TERMINATE = "terminate"
+    DECIDE = "decide"
+
+
+class DecisionKind(StrEnum):
+    APPROVE = "approve"
+    EDIT = "edit"
+    REJECT = "reject"
+    RESPOND = "respond"
+
+
+class Role(StrEnum):
+    """Ordered roles; ``agent`` may only push heartbeats on the agent channel."""
+
+    AGENT = "agent"
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+    @property
+    def rank(self) -> int:
+        return _ROLE_RANK[self]
+
+    def at_least(self, other: Role) -> bool:
+        return self.rank >= other.rank
+
+
+_ROLE_RANK = {Role.AGENT: 0, Role.VIEWER: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
+
+
+class Resource(BaseModel):
+    """Something a run holds, with what must happen to it on pause and on cancel."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    kind: str = "resource"
+    on_pause: Literal["keep", "release"] = "keep"
+    on_cancel: Literal["release", "keep"] = "release"
+    state: Literal["held", "released", "suspected_leak"] = "held"
+    detail: str = ""
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "on_pause": self.on_pause,
+            "on_cancel": self.on_cancel,
+            "state": self.state,
+            "detail": self.detail,
+        }
+
+
+class Heartbeat(BaseModel):
+    """One liveness sample of a run."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    at: datetime
+    seq: int = 0
+    progress: float | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    resources: list[Resource] | None = None
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat(),
+            "seq": self.seq,
+            "progress": self.progress,
+            "details": self.details,
+        }
+
+
+class JournalStep(BaseModel):
+    index: int
+    name: str
+    status: Literal["completed", "in_flight", "failed"]
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    detail: str = ""
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "status": self.status,
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "completed_at": self.completed_at.isoformat() if self.completed_at else None,
+            "detail": self.detail,
+        }
+
+
+class Decision(BaseModel):
+    """What an operator decided about an interrupt."""
+
+    kind: DecisionKind
+    args: dict[str, Any] | None = None  # edit: the edited arguments
+    feedback: str | None = None  # reject: text that goes back to the agent
+    response: Any = None  # respond: the human's answer (text or JSON)
+
+    def payload(self) -> dict[str, Any]:
+        """The value delivered to the agent (common shape across backends)."""
+        out: dict[str, Any] = {"type": self.kind.value}
+        if self.kind is DecisionKind.EDIT:
+            out["args"] = self.args or {}
+        elif self.kind is DecisionKind.REJECT:
+            out["feedback"] = self.feedback or ""
+        elif self.kind is DecisionKind.RESPOND:
+            out["response"] = self.response
+        return out
+
+
+class DecisionRecord(BaseModel):
+    kind: DecisionKind
+    by: str
+    at: datetime
+    command_id: str = ""
+
+    def contract(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "by": self.by, "at": self.at.isoformat()}
+
+
+class Interrupt(BaseModel):
+    """A structured request for a human decision raised by a run."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str  # RUN_ID#INTERRUPT_ID
+    run_id: str
+    native_id: str  # the backend's own interrupt id
+    title: str
+    description: str = ""
+    action: str = ""
+    args: dict[str, Any] = Field(default_factory=dict)
+    args_schema: dict[str, Any] | None = None
+    allowed_decisions: list[DecisionKind] = Field(
+        default_factory=lambda: [DecisionKind.APPROVE, DecisionKind.REJECT]
+    )
+    created_at: datetime = Field(default_factory=utcnow)
+    status: Literal["pending", "decided", "withdrawn"] = "pending"
+    decision: DecisionRecord | None = None
+
+    @staticmethod
+    def make_id(run_id: str, native_id: str) -> str:
+        return f"{run_id}#{native_id}"
+
+    def contract(self, now: datetime | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "title": self.title,
+            "description": self.description,
+            "action": self.action,
+            "args": self.args,
+            "args_schema": self.args_schema,
+            "allowed_decisions": [d.value for d in self.allowed_decisions],
+            "created_at": self.created_at.isoformat(),
+            "age_s": age_seconds(self.created_at, now),
+            "status": self.status,
+            "decision": self.decision.contract() if self.decision else None,
+            "native_id": self.native_id,
+        }
+
+
+class Run(BaseModel):
+    """One durable unit of agent work on one backend."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str  # BACKEND:CONTEXT/NATIVE_ID
+    backend: str
+    context: str
+    native_id: str
+    name: str = ""
+    state: RunState = RunState.RUNNING
+    native_state: str = ""
+    heartbeat_at: datetime | None = None
+    heartbeat_interval_s: float | None = None  # expected cadence
+    heartbeat_timeout_s: float | None = None
+    progress: float | None = None
+    resources: list[Resource] = Field(default_factory=list)
+    interrupts: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    started_at: datetime | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+    preempted: bool = False  # externally suspended (crash, eviction), not a failure
+    attempt: int | None = None
+    in_flight_step: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @staticmethod
+    def make_id(backend: str, context: str, native_id: str) -> str:
+        return f"{backend}:{context}/{native_id}"
+
+    def heartbeat_age_s(self, now: datetime | None = None) -> float | None:
+        return age_seconds(self.heartbeat_at, now)
+
+    def contract(self, now: datetime | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "backend": self.backend,
+            "context": self.context,
+            "native_id": self.native_id,
+            "name": self.name,
+            "state": self.state.value,
+            "native_state": self.native_state,
+            "heartbeat_age_s": self.heartbeat_age_s(now),
+            "heartbeat_at": self.heartbeat_at.isoformat() if self.heartbeat_at else None,
+            "heartbeat_timeout_s": self.heartbeat_timeout_s,
+            "heartbeat_interval_s": self.heartbeat_interval_s,
+            "progress": self.progress,
+            "resources": [r.contract() for r in self.resources],
+            "interrupts": list(self.interrupts),
+            "warnings": list(self.warnings),
+            "updated_at": self.updated_at.isoformat(),
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "preempted": self.preempted,
+            "attempt": self.attempt,
+            "in_flight_step": self.in_flight_step,
+        }
+
+
+def split_run_id(run_id: str) -> tuple[str, str, str]:
+    """``BACKEND:CONTEXT/NATIVE_ID`` -> (backend, context, native_id); ValueError if malformed."""
+    head, sep, native = run_id.partition("/")
+    backend, colon, context = head.partition(":")
+    if not sep or not colon or not backend or not context or not native:
+        raise ValueError(f"not a run id (BACKEND:CONTEXT/NATIVE_ID): {run_id!r}")
+    return backend, context, native
+
+
+class PlannedResource(BaseModel):
+    run_id: str
+    id: str
+    kind: str
+
+    def contract(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "id": self.id, "kind": self.kind}
+
+
+class ActionPlan(BaseModel):
+    """What an action will do, computed before it is taken."""
+
+    action: Action
+    targets: list[str]
+    operations: list[str] = Field(default_factory=list)
+    resources_kept: list[PlannedResource] = Field(default_factory=list)
+    resources_released: list[PlannedResource] = Field(default_factory=list)
+    resources_at_risk: list[PlannedResource] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    will_rerun: list[str] = Field(default_factory=list)  # steps that run again on resume
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "action": self.action.value,
+            "targets": list(self.targets),
+            "operations": list(self.operations),
+            "resources_kept": [r.contract() for r in self.resources_kept],
+            "resources_released": [r.contract() for r in self.resources_released],
+            "resources_at_risk": [r.contract() for r in self.resources_at_risk],
+            "warnings": list(self.warnings),
+            "will_rerun": list(self.will_rerun),
+        }
+
+
+Outcome = Literal["applied", "conflict", "failed", "forbidden"]
+
+
+class CommandResult(BaseModel):
+    id: str  # idempotency key
+    action: str
+    target: str
+    outcome: Outcome
+    detail: str = ""
+    error: str | None = None  # not_found | conflict | unsupported | unreachable | invalid | ...
+    plan: ActionPlan | None = None
+    replayed: bool = False  # the same idempotency key was seen before; nothing was re-sent
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "action": self.action,
+            "target": self.target,
+            "outcome": self.outcome,
+            "detail": self.detail,
+            "error": self.error,
+            "plan": self.plan.contract() if self.plan else None,
+            "replayed": self.replayed,
+        }
+
+
+class AuditEntry(BaseModel):
+    at: datetime
+    identity: str
+    role: str
+    action: str
+    target: str
+    reason: str = ""
+    outcome: str
+    plan: dict[str, Any] | None = None
+    command_id: str = ""
+    detail: str = ""
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat(),
+            "identity": self.identity,
+            "role": self.role,
+            "action": self.action,
+            "target": self.target,
+            "reason": self.reason,
+            "outcome": self.outcome,
+            "plan": self.plan,
+            "command_id": self.command_id,
+            "detail": self.detail,
+        }
+
+
+class BackendHealth(BaseModel):
+    """Reachability of one configured backend, as seen by the gateway."""
+
+    backend: str
+    context: str
+    url: str = ""
+    reachable: bool = True
+    last_ok_at: datetime | None = None
+    error: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.backend}:{self.context}"
+
+    def contract(self, now: datetime | None = None) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "context": self.context,
+            "url": self.url,
+            "reachable": self.reachable,
+            "stale_s": None if self.reachable else age_seconds(self.last_ok_at, now),
+            "last_ok_at": self.last_ok_at.isoformat() if self.last_ok_at else None,
+            "error": self.error,
+        }
