@@ -1,0 +1,449 @@
+"""Websockets client of the gateway, shared by the CLI and the TUI (no Textual, no typer).
+
+``GatewayClient`` is one connection: hello, snapshot, then events; commands and queries are
+matched to their answers by id. ``LiveSession`` keeps a client connected, reconnecting with
+backoff and resuming from the last sequence number, for ``irq watch`` and the TUI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from console.model import (
+    Action,
+    AuditEntry,
+    BackendHealth,
+    CommandResult,
+    Decision,
+    Interrupt,
+    Run,
+    utcnow,
+)
+
+PROTOCOL_VERSION = 1
+
+
+class GatewayError(Exception):
+    """An error the gateway (or the connection to it) reported. ``code`` is stable."""
+
+    code = "error"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+
+
+class Unauthorized(GatewayError):
+    code = "unauthorized"
+
+
+class GatewayUnreachable(GatewayError):
+    code = "unreachable"
+
+
+def new_key() -> str:
+    """A fresh idempotency key."""
+    return uuid.uuid4().hex
+
+
+@dataclass
+class FleetView:
+    """The client's copy of the gateway's index, kept current by snapshot + events."""
+
+    epoch: str = ""
+    seq: int = 0
+    runs: dict[str, Run] = field(default_factory=dict)
+    interrupts: dict[str, Interrupt] = field(default_factory=dict)
+    backends: dict[str, BackendHealth] = field(default_factory=dict)
+    audit: list[AuditEntry] = field(default_factory=list)
+    notices: list[dict[str, Any]] = field(default_factory=list)
+    received_at: datetime | None = None
+
+    def load_snapshot(self, frame: dict[str, Any]) -> None:
+        self.epoch = frame.get("epoch", "")
+        self.seq = int(frame.get("seq", 0))
+        self.runs = {r["id"]: Run.model_validate(r) for r in frame.get("runs", [])}
+        self.interrupts = {
+            i["id"]: Interrupt.model_validate(i) for i in frame.get("interrupts", [])
+        }
+        self.backends = {}
+        for b in frame.get("backends", []):
+            health = BackendHealth.model_validate(b)
+            self.backends[health.key] = health
+        self.received_at = utcnow()
+
+    def apply(self, event: dict[str, Any]) -> bool:
+        """Apply one event; False when it was already applied (seq not newer)."""
+        seq = int(event.get("seq", 0))
+        if seq and seq <= self.seq:
+            return False
+        kind, data = event.get("kind"), event.get("data") or {}
+        if kind == "run":
+            run = Run.model_validate(data)
+            self.runs[run.id] = run
+        elif kind == "run_removed":
+            self.runs.pop(data.get("id", ""), None)
+        elif kind == "interrupt":
+            intr = Interrupt.model_validate(data)
+            self.interrupts[intr.id] = intr
+        elif kind == "interrupt_removed":
+            self.interrupts.pop(data.get("id", ""), None)
+        elif kind == "backend":
+            health = BackendHealth.model_validate(data)
+            self.backends[health.key] = health
+        elif kind == "audit":
+            self.audit.append(AuditEntry.model_validate(data))
+            del self.audit[:-500]
+        elif kind == "notice":
+            self.notices.append(data)
+            del self.notices[:-200]
+        if seq:
+            self.seq = seq
+        self.received_at = utcnow()
+        return True
+
+    def pending_interrupts(self) -> list[Interrupt]:
+        pending = [i for i in self.interrupts.values() if i.status == "pending"]
+        return sorted(pending, key=lambda i: i.created_at)
+
+
+class GatewayClient:
+    """One websockets connection to the gateway."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        client: str = "irq-cli",
+        subscribe: bool = True,
+        open_timeout: float = 5.0,
+        request_timeout: float = 60.0,
+        view: FleetView | None = None,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.client = client
+        self.subscribe = subscribe
+        self.open_timeout = open_timeout
+        self.request_timeout = request_timeout
+        self.view = view or FleetView()
+        self.identity = ""
+        self.role = ""
+        self.server = ""
+        self._ws: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._updates: asyncio.Queue[list[dict[str, Any]] | None] = asyncio.Queue()
+        self._ready: asyncio.Future[None] | None = None
+        self.closed_reason: str | None = None
+
+    async def __aenter__(self) -> GatewayClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open, say hello (resuming from ``view.seq`` if it has one), wait for the state."""
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            self._ws = await asyncio.wait_for(
+                connect(
+                    self.url,
+                    additional_headers=headers,
+                    max_size=64 * 1024 * 1024,
+                    open_timeout=self.open_timeout,
+                    ping_interval=20,
+                    ping_timeout=20,
+                ),
+                self.open_timeout + 1,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            body = exc.response.body.decode("utf-8", "replace").strip() if exc.response.body else ""
+            if status in (401, 403):
+                raise Unauthorized(body or f"gateway refused the token (HTTP {status})") from None
+            raise GatewayUnreachable(f"gateway answered HTTP {status} at {self.url}") from None
+        except InvalidURI as exc:
+            raise GatewayError(f"bad gateway URL {self.url!r}: {exc}", "usage") from None
+        except (OSError, TimeoutError, InvalidHandshake) as exc:
+            raise GatewayUnreachable(
+                f"cannot reach the gateway at {self.url}: {exc or type(exc).__name__}"
+            ) from None
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._reader = asyncio.create_task(self._read_loop())
+        hello: dict[str, Any] = {
+            "type": "hello",
+            "protocol": PROTOCOL_VERSION,
+            "client": self.client,
+            "subscribe": self.subscribe,
+        }
+        if self.view.epoch and self.view.seq:
+            hello.update(since=self.view.seq, epoch=self.view.epoch)
+        await self._send(hello)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), self.request_timeout)
+        except TimeoutError:
+            await self.close()
+            raise GatewayUnreachable("the gateway did not send its state in time") from None
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await self._ws.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        self._fail_pending(GatewayUnreachable("connection closed"))
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        if self._ws is None:
+            raise GatewayUnreachable("not connected")
+        try:
+            await self._ws.send(json.dumps(frame, default=str))
+        except ConnectionClosed as exc:
+            raise GatewayUnreachable(f"connection to the gateway closed: {exc}") from None
+
+    def _fail_pending(self, exc: GatewayError) -> None:
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(exc)
+        self._pending.clear()
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(exc)
+            self._ready.exception()  # mark retrieved
+
+    async def _read_loop(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            async for raw in self._ws:
+                try:
+                    frame = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(frame, dict):
+                    self._dispatch(frame)
+            self.closed_reason = "closed by the gateway"
+        except ConnectionClosed as exc:
+            self.closed_reason = f"connection lost: {exc}"
+        except asyncio.CancelledError:
+            self.closed_reason = "closed"
+            raise
+        finally:
+            self._fail_pending(GatewayUnreachable(self.closed_reason or "connection closed"))
+            self._updates.put_nowait(None)
+
+    def _dispatch(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "welcome":
+            self.identity = frame.get("identity", "")
+            self.role = frame.get("role", "")
+            self.server = frame.get("server", "")
+        elif kind == "snapshot":
+            self.view.load_snapshot(frame)
+            self._mark_ready()
+            self._updates.put_nowait([{"kind": "snapshot", "seq": self.view.seq}])
+        elif kind == "events":
+            if frame.get("epoch") and frame["epoch"] != self.view.epoch and self.view.epoch:
+                return  # stale replay from another gateway life; a snapshot follows
+            applied = [e for e in frame.get("events", []) if self.view.apply(e)]
+            if frame.get("replay"):
+                self._mark_ready()
+            if applied:
+                self._updates.put_nowait(applied)
+        elif kind in ("result", "answer", "pong"):
+            fut = self._pending.pop(str(frame.get("id")), None)
+            if fut is not None and not fut.done():
+                fut.set_result(frame)
+        elif kind == "error":
+            ref = frame.get("ref")
+            fut = self._pending.pop(str(ref), None) if ref else None
+            err = _error_from_frame(frame)
+            if fut is not None and not fut.done():
+                fut.set_exception(err)
+            elif self._ready is not None and not self._ready.done():
+                self._ready.set_exception(err)
+            else:
+                self.view.notices.append({"level": "error", "message": err.message})
+
+    def _mark_ready(self) -> None:
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+
+    async def _request(self, frame: dict[str, Any]) -> dict[str, Any]:
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[frame["id"]] = fut
+        try:
+            await self._send(frame)
+            return await asyncio.wait_for(fut, self.request_timeout)
+        except TimeoutError:
+            raise GatewayUnreachable(
+                f"no answer from the gateway within {self.request_timeout:g}s"
+            ) from None
+        finally:
+            self._pending.pop(frame["id"], None)
+
+    async def command(
+        self,
+        action: Action | str,
+        targets: list[str],
+        *,
+        reason: str = "",
+        dry_run: bool = False,
+        decision: Decision | None = None,
+        key: str | None = None,
+    ) -> list[CommandResult]:
+        frame: dict[str, Any] = {
+            "type": "command",
+            "id": key or new_key(),
+            "action": Action(action).value,
+            "targets": targets,
+            "reason": reason,
+            "dry_run": dry_run,
+        }
+        if decision is not None:
+            frame["decision"] = decision.model_dump(mode="json", exclude_none=True)
+        answer = await self._request(frame)
+        return [CommandResult.model_validate(r) for r in answer.get("results", [])]
+
+    async def query(self, what: str, **params: Any) -> Any:
+        frame = {"type": "query", "id": new_key(), "what": what}
+        frame.update({k: v for k, v in params.items() if v is not None})
+        answer = await self._request(frame)
+        return answer.get("data")
+
+    async def focus(self, run_ids: list[str]) -> None:
+        await self._send({"type": "focus", "run_ids": run_ids})
+
+    async def ping(self) -> float:
+        """Round trip time in seconds."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await self._request({"type": "ping", "id": new_key()})
+        return loop.time() - start
+
+    async def updates(self) -> list[dict[str, Any]] | None:
+        """Next batch of applied events (``[{'kind': 'snapshot'}]`` after a snapshot);
+        None when the connection has closed."""
+        return await self._updates.get()
+
+
+def _error_from_frame(frame: dict[str, Any]) -> GatewayError:
+    code = str(frame.get("code") or "error")
+    message = str(frame.get("message") or code)
+    if code in ("unauthorized", "forbidden"):
+        return Unauthorized(message, code)
+    return GatewayError(message, code)
+
+
+@dataclass
+class ConnectionStatus:
+    state: str  # connecting | live | reconnecting | unauthorized
+    detail: str = ""
+    since: datetime = field(default_factory=utcnow)
+    attempts: int = 0
+
+
+class LiveSession:
+    """Keeps a subscribed client connected; resumes from the last seq after each reconnect."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        *,
+        client: str = "irq-tui",
+        on_update: Callable[[FleetView, list[dict[str, Any]]], Awaitable[None] | None],
+        on_status: Callable[[ConnectionStatus], Awaitable[None] | None],
+        max_backoff: float = 5.0,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.client_name = client
+        self.view = FleetView()
+        self.on_update = on_update
+        self.on_status = on_status
+        self.max_backoff = max_backoff
+        self.client: GatewayClient | None = None
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _emit(self, cb: Callable[..., Awaitable[None] | None], *args: Any) -> None:
+        out = cb(*args)
+        if asyncio.iscoroutine(out):
+            await out
+
+    async def run(self) -> None:
+        attempts = 0
+        while not self._stop.is_set():
+            await self._emit(
+                self.on_status,
+                ConnectionStatus("connecting" if attempts == 0 else "reconnecting", "", attempts=attempts),
+            )
+            client = GatewayClient(self.url, self.token, client=self.client_name, view=self.view)
+            try:
+                await client.connect()
+            except Unauthorized as exc:
+                await self._emit(self.on_status, ConnectionStatus("unauthorized", exc.message))
+                return
+            except GatewayError as exc:
+                attempts += 1
+                await self._emit(
+                    self.on_status, ConnectionStatus("reconnecting", exc.message, attempts=attempts)
+                )
+                await self._sleep(min(self.max_backoff, 0.25 * 2**attempts))
+                continue
+            self.client = client
+            attempts = 0
+            await self._emit(self.on_status, ConnectionStatus("live", client.server))
+            while not self._stop.is_set():
+                batch = await self._next(client)
+                if batch is None:
+                    break
+                await self._emit(self.on_update, self.view, batch)
+            self.client = None
+            await client.close()
+            if not self._stop.is_set():
+                attempts += 1
+                await self._emit(
+                    self.on_status,
+                    ConnectionStatus(
+                        "reconnecting", client.closed_reason or "connection lost", attempts=attempts
+                    ),
+                )
+                await self._sleep(min(self.max_backoff, 0.25 * 2**attempts))
+
+    async def _next(self, client: GatewayClient) -> list[dict[str, Any]] | None:
+        stop = asyncio.ensure_future(self._stop.wait())
+        upd = asyncio.ensure_future(client.updates())
+        done, _ = await asyncio.wait({stop, upd}, return_when=asyncio.FIRST_COMPLETED)
+        if upd in done:
+            stop.cancel()
+            return upd.result()
+        upd.cancel()
+        return None
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)

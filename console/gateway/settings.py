@@ -1,0 +1,36 @@
+"""What a gateway process is started with (``irq serve`` flags and the context config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from console.config import state_dir
+
+
+@dataclass
+class GatewaySettings:
+    host: str = "127.0.0.1"
+    port: int = 7433
+    backends: list[str] = field(default_factory=list)  # backend URLs (backend_adapters.registry)
+    home: Path = field(default_factory=state_dir)  # journal (gateway.db) and tokens.json
+    certfile: Path | None = None  # both set: wss://
+    keyfile: Path | None = None
+    journal_url: str | None = None  # default: sqlite file under home
+    max_frame_bytes: int = 1 << 20
+    flush_interval_s: float = 0.1  # batched deltas to clients
+    heartbeat_coalesce_s: float = 0.25  # heartbeat flood -> one run event per run per window
+    release_verify_s: float = 15.0  # after pause/cancel, wait this long for the agent's report
+    event_log_size: int = 100_000  # events kept for resuming clients
+
+    @property
+    def journal_path(self) -> Path:
+        return self.home / "gateway.db"
+
+    @property
+    def scheme(self) -> str:
+        return "wss" if self.certfile and self.keyfile else "ws"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
