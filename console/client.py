@@ -399,7 +399,9 @@ class LiveSession:
         while not self._stop.is_set():
             await self._emit(
                 self.on_status,
-                ConnectionStatus("connecting" if attempts == 0 else "reconnecting", "", attempts=attempts),
+                ConnectionStatus(
+                    "connecting" if attempts == 0 else "reconnecting", "", attempts=attempts
+                ),
             )
             client = GatewayClient(self.url, self.token, client=self.client_name, view=self.view)
             try:
