@@ -318,7 +318,7 @@ class ActionPlan(BaseModel):
         }
 
 
-Outcome = Literal["applied", "conflict", "failed", "forbidden"]
+Outcome = Literal["applied", "conflict", "failed", "forbidden", "planned"]  # planned: dry run
 
 
 class CommandResult(BaseModel):

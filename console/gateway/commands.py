@@ -1,0 +1,383 @@
+"""Executes operator commands: plan, journal the intent, call the backend, journal the outcome,
+audit. Idempotent by the client's key; decisions are claimed per interrupt so a second decision
+on the same interrupt (from any client) is a conflict, never a second delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Any
+
+from backend_adapters.base import ActionOutcome, Backend, BackendError
+from console.gateway.auth import Principal
+from console.gateway.hub import Hub
+from console.gateway.journal import CommandRow, Journal
+from console.gateway.protocol import Command
+from console.model import (
+    Action,
+    ActionPlan,
+    AuditEntry,
+    CommandResult,
+    Decision,
+    DecisionKind,
+    Interrupt,
+    Role,
+    Run,
+    RunState,
+    utcnow,
+)
+from console.semantics import action_conflict, plan
+
+BACKEND_CALL_TIMEOUT_S = 30.0
+
+#: states that show an action already took effect (used when re-driving after a crash)
+_IN_EFFECT = {
+    Action.PAUSE: {RunState.PAUSED, RunState.PAUSING},
+    Action.CANCEL: {RunState.CANCELLED, RunState.CANCELLING},
+    Action.TERMINATE: {RunState.TERMINATED},
+    Action.RESUME: {RunState.RUNNING, RunState.WAITING, RunState.LATE, RunState.BACKING_OFF,
+                    RunState.COMPLETED},
+}
+
+_ERROR_OUTCOME = {"conflict": "conflict", "forbidden": "forbidden"}
+
+
+class CommandExecutor:
+    def __init__(
+        self,
+        hub: Hub,
+        journal: Journal,
+        backends: dict[str, Backend],
+        *,
+        release_verify_s: float = 15.0,
+        fault: str | None = None,
+    ) -> None:
+        self.hub = hub
+        self.journal = journal
+        self.backends = backends
+        self.release_verify_s = release_verify_s
+        self.fault = fault if fault is not None else os.environ.get("IRQ_FAULT")
+        self._inflight: set[tuple[str, str]] = set()
+
+    # ----------------------------------------------------------------------- planning
+
+    def backend_for(self, run: Run) -> Backend | None:
+        return self.backends.get(f"{run.backend}:{run.context}")
+
+    def plan_for(self, action: Action, targets: list[str]) -> ActionPlan:
+        runs = [self.hub.runs[t] for t in targets if t in self.hub.runs]
+        ops: dict[str, list[str]] = {}
+        for run in runs:
+            backend = self.backend_for(run)
+            cap = backend.capabilities().actions.get(action) if backend else None
+            ops[run.id] = list(cap.operations) if cap else []
+        result = plan(action, runs, operations=ops)
+        missing = [t for t in targets if t not in self.hub.runs]
+        result.warnings.extend(f"unknown run: {t}" for t in missing)
+        return result
+
+    # ---------------------------------------------------------------------- execution
+
+    async def execute(self, cmd: Command, who: Principal) -> list[CommandResult]:
+        if not who.role.at_least(Role.OPERATOR) and not cmd.dry_run:
+            results = [
+                CommandResult(id=cmd.id, action=cmd.action.value, target=t, outcome="forbidden",
+                              error="forbidden",
+                              detail=f"role {who.role.value} cannot {cmd.action.value}; "
+                              "operator or admin required")
+                for t in cmd.targets
+            ]
+            for r in results:
+                self._audit(who, r, cmd.reason)
+            return results
+        if cmd.action is Action.DECIDE:
+            assert cmd.decision is not None
+            decision = Decision.model_validate(cmd.decision.model_dump())
+            return [await self._decide(cmd, who, cmd.targets[0], decision)]
+        targets = dict.fromkeys(cmd.targets)
+        return list(await asyncio.gather(*(self._run_action(cmd, who, t) for t in targets)))
+
+    def _replayed(self, row: CommandRow) -> CommandResult:
+        return CommandResult(
+            id=row.key, action=row.action, target=row.target,
+            outcome=row.status if row.status != "intent" else "failed",  # type: ignore[arg-type]
+            error=row.error, detail=row.detail or "already executed under this key",
+            plan=ActionPlan.model_validate(row.plan) if row.plan else None, replayed=True,
+        )
+
+    async def _run_action(self, cmd: Command, who: Principal, target: str) -> CommandResult:
+        action = cmd.action
+        base = {"id": cmd.id, "action": action.value, "target": target}
+        row = self.journal.command(cmd.id, target)
+        if row is not None and not cmd.dry_run:
+            if row.status != "intent" or (cmd.id, target) in self._inflight:
+                return self._replayed(row)
+        run = self.hub.runs.get(target)
+        if run is None:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="failed", error="not_found", detail=f"no such run: {target}"))
+        backend = self.backend_for(run)
+        the_plan = self.plan_for(action, [target])
+        if backend is None:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="failed", error="unreachable", plan=the_plan,
+                detail=f"no adapter for {run.backend}:{run.context} in this gateway"))
+        cap = backend.capabilities().actions.get(action)
+        if cap is None or not cap.supported:
+            meaning = cap.meaning if cap else f"{run.backend} has no {action.value}"
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="failed", error="unsupported", plan=the_plan, detail=meaning))
+        conflict = action_conflict(action, run)
+        if conflict:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="conflict", error="conflict", plan=the_plan, detail=conflict))
+        if cmd.dry_run:
+            return CommandResult(**base, outcome="planned", plan=the_plan,
+                                 detail="dry run: nothing was done")
+        if row is None and not self.journal.record_intent(
+            key=cmd.id, target=target, action=action.value, identity=who.identity,
+            role=who.role.value, reason=cmd.reason, payload={}, plan=the_plan.contract(),
+        ):
+            return self._replayed(self.journal.command(cmd.id, target))  # type: ignore[arg-type]
+        self._crash_point("after_intent")
+        result = await self._call(cmd.id, target, run, backend, action, who, cmd.reason, the_plan)
+        return self._finish(cmd, who, result, journaled=True)
+
+    async def _call(self, key: str, target: str, run: Run, backend: Backend, action: Action,
+                    who: Principal, reason: str, the_plan: ActionPlan) -> CommandResult:
+        base = {"id": key, "action": action.value, "target": target, "plan": the_plan}
+        op = getattr(backend, action.value)
+        self._inflight.add((key, target))
+        try:
+            outcome: ActionOutcome = await asyncio.wait_for(
+                op(run.native_id, reason=reason, identity=who.identity), BACKEND_CALL_TIMEOUT_S)
+        except BackendError as exc:
+            return CommandResult(**base, outcome=_ERROR_OUTCOME.get(exc.code, "failed"),
+                                 error=exc.code, detail=exc.message)
+        except TimeoutError:
+            return CommandResult(**base, outcome="failed", error="unreachable",
+                                 detail=f"{run.backend} did not answer in "
+                                 f"{BACKEND_CALL_TIMEOUT_S:g}s")
+        except Exception as exc:  # an adapter bug must not take the gateway down
+            return CommandResult(**base, outcome="failed", error="internal",
+                                 detail=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._inflight.discard((key, target))
+        if action in (Action.PAUSE, Action.CANCEL):
+            released = {r.id for r in the_plan.resources_released}
+            self.hub.expect_release(run.id, action.value, released, self.release_verify_s)
+        await self._refresh_run(backend, run)
+        return CommandResult(**base, outcome="applied", detail=outcome.detail)
+
+    async def _refresh_run(self, backend: Backend, run: Run) -> None:
+        try:
+            fresh = await asyncio.wait_for(backend.get_run(run.native_id), 10)
+        except (BackendError, TimeoutError):
+            return
+        self.hub.observe_runs([fresh])
+
+    # ----------------------------------------------------------------------- decisions
+
+    async def _decide(self, cmd: Command, who: Principal, target: str,
+                      decision: Decision) -> CommandResult:
+        base = {"id": cmd.id, "action": decision.kind.value, "target": target}
+        row = self.journal.command(cmd.id, target)
+        if row is not None and (row.status != "intent" or (cmd.id, target) in self._inflight):
+            return self._replayed(row)
+        intr = self.hub.interrupts.get(target)
+        if intr is None:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="failed", error="not_found", detail=f"no such interrupt: {target}"))
+        if decision.kind not in intr.allowed_decisions:
+            allowed = ", ".join(d.value for d in intr.allowed_decisions)
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="failed", error="invalid",
+                detail=f"{decision.kind.value} is not allowed here (allowed: {allowed})"))
+        invalid = validation_error(intr, decision)
+        if invalid:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="failed", error="invalid", detail=invalid))
+        if intr.status != "pending":
+            by = f" by {intr.decision.by} at {intr.decision.at:%H:%M:%S}" if intr.decision else ""
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="conflict", error="conflict",
+                detail=f"interrupt is already {intr.status}{by}"))
+        run = self.hub.runs.get(intr.run_id)
+        backend = self.backend_for(run) if run else None
+        if backend is None:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="failed", error="unreachable",
+                detail=f"no adapter for the run of {target}"))
+        if cmd.dry_run:
+            return CommandResult(**base, outcome="planned", detail="dry run: nothing was done")
+        if row is None:
+            if not self.journal.claim_decision(target, cmd.id, decision.kind.value, who.identity):
+                claim = self.journal.decision(target)
+                if claim is None or claim.command_key != cmd.id:
+                    by = f" by {claim.identity} at {claim.at:%H:%M:%S}" if claim else ""
+                    return self._finish(cmd, who, CommandResult(
+                        **base, outcome="conflict", error="conflict",
+                        detail=f"interrupt is already being decided{by}"))
+            payload = {"interrupt": intr.model_dump(mode="json"),
+                       "decision": decision.model_dump(mode="json")}
+            if not self.journal.record_intent(
+                key=cmd.id, target=target, action=decision.kind.value, identity=who.identity,
+                role=who.role.value, reason=cmd.reason, payload=payload, plan=None,
+            ):
+                return self._replayed(self.journal.command(cmd.id, target))  # type: ignore[arg-type]
+        self._crash_point("after_intent")
+        result = await self._deliver(cmd.id, intr, decision, backend, who)
+        return self._finish(cmd, who, result, journaled=True)
+
+    async def _deliver(self, key: str, intr: Interrupt, decision: Decision, backend: Backend,
+                       who: Principal) -> CommandResult:
+        base = {"id": key, "action": decision.kind.value, "target": intr.id}
+        self._inflight.add((key, intr.id))
+        try:
+            outcome = await asyncio.wait_for(
+                backend.decide(intr, decision, idempotency_key=key, identity=who.identity),
+                BACKEND_CALL_TIMEOUT_S)
+        except BackendError as exc:
+            self.journal.settle_decision(intr.id, applied=False)
+            return CommandResult(**base, outcome=_ERROR_OUTCOME.get(exc.code, "failed"),
+                                 error=exc.code, detail=exc.message)
+        except TimeoutError:
+            self.journal.settle_decision(intr.id, applied=False)
+            return CommandResult(**base, outcome="failed", error="unreachable",
+                                 detail=f"backend did not answer in {BACKEND_CALL_TIMEOUT_S:g}s")
+        except Exception as exc:
+            self.journal.settle_decision(intr.id, applied=False)
+            return CommandResult(**base, outcome="failed", error="internal",
+                                 detail=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._inflight.discard((key, intr.id))
+        self.journal.settle_decision(intr.id, applied=True)
+        claim = self.journal.decision(intr.id)
+        if claim is not None:
+            self.hub.mark_decided(intr.id, claim)
+        return CommandResult(**base, outcome="applied", detail=outcome.detail)
+
+    # ------------------------------------------------------------------------ bookkeeping
+
+    def _finish(self, cmd: Command, who: Principal, result: CommandResult,
+                journaled: bool = False) -> CommandResult:
+        if journaled:
+            self.journal.record_outcome(result.id, result.target, result.outcome,
+                                        detail=result.detail, error=result.error)
+        self._audit(who, result, cmd.reason)
+        return result
+
+    def _audit(self, who: Principal, result: CommandResult, reason: str) -> None:
+        entry = AuditEntry(
+            at=utcnow(), identity=who.identity, role=who.role.value, action=result.action,
+            target=result.target, reason=reason, outcome=result.outcome,
+            plan=result.plan.contract() if result.plan else None, command_id=result.id,
+            detail=result.detail,
+        )
+        self.journal.audit(entry)
+        self.hub.publish("audit", entry.contract())
+
+    def _crash_point(self, name: str) -> None:
+        """Fault injection for the crash-safety tests (IRQ_FAULT=crash_after_intent)."""
+        if self.fault == f"crash_{name}":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    # -------------------------------------------------------------------------- recovery
+
+    async def recover(self) -> int:
+        """Re-drive commands whose intent was journaled but whose outcome was not (a crash).
+
+        Returns how many are still unfinished (their backend was unreachable)."""
+        left = 0
+        for row in self.journal.unfinished():
+            who = Principal(row.identity, Role(row.role))
+            if "decision" in row.payload:
+                done = await self._recover_decision(row, who)
+            else:
+                done = await self._recover_action(row, who)
+            left += 0 if done else 1
+        return left
+
+    async def _recover_decision(self, row: CommandRow, who: Principal) -> bool:
+        intr = Interrupt.model_validate(row.payload["interrupt"])
+        decision = Decision.model_validate(row.payload["decision"])
+        run = self.hub.runs.get(intr.run_id)
+        backend = self.backend_for(run) if run else self._backend_by_run_id(intr.run_id)
+        if backend is None:
+            return False
+        self.journal.claim_decision(intr.id, row.key, decision.kind.value, who.identity)
+        result = await self._deliver(row.key, intr, decision, backend, who)
+        if result.error == "unreachable":
+            self.journal.claim_decision(intr.id, row.key, decision.kind.value, who.identity)
+            return False
+        result.detail = f"{result.detail} (re-driven after a gateway restart)".strip()
+        self._record_recovered(row, who, result)
+        return True
+
+    async def _recover_action(self, row: CommandRow, who: Principal) -> bool:
+        action = Action(row.action)
+        backend = self._backend_by_run_id(row.target)
+        if backend is None:
+            return False
+        native = row.target.split("/", 1)[1]
+        try:
+            run = await backend.get_run(native)
+        except BackendError as exc:
+            if exc.code == "unreachable":
+                return False
+            result = CommandResult(id=row.key, action=row.action, target=row.target,
+                                   outcome="failed", error=exc.code, detail=exc.message)
+            self._record_recovered(row, who, result)
+            return True
+        the_plan = ActionPlan.model_validate(row.plan) if row.plan else ActionPlan(
+            action=action, targets=[row.target])
+        if run.state in _IN_EFFECT.get(action, set()):
+            result = CommandResult(id=row.key, action=row.action, target=row.target,
+                                   outcome="applied", plan=the_plan,
+                                   detail="already in effect (checked after a gateway restart)")
+        else:
+            result = await self._call(row.key, row.target, run, backend, action, who, row.reason,
+                                      the_plan)
+            result.detail = f"{result.detail} (re-driven after a gateway restart)".strip()
+        self._record_recovered(row, who, result)
+        return True
+
+    def _record_recovered(self, row: CommandRow, who: Principal, result: CommandResult) -> None:
+        self.journal.record_outcome(row.key, row.target, result.outcome, detail=result.detail,
+                                    error=result.error)
+        self._audit(who, result, row.reason)
+
+    def _backend_by_run_id(self, run_id: str) -> Backend | None:
+        head = run_id.split("/", 1)[0]
+        return self.backends.get(head)
+
+
+def validation_error(intr: Interrupt, decision: Decision) -> str | None:
+    """Why the decision's payload is invalid for this interrupt, or None."""
+    if decision.kind is DecisionKind.EDIT:
+        if decision.args is None:
+            return "edit needs the edited arguments"
+        if intr.args_schema:
+            return schema_error(decision.args, intr.args_schema)
+    if decision.kind is DecisionKind.REJECT and not (decision.feedback or "").strip():
+        return "reject needs feedback text for the agent"
+    if decision.kind is DecisionKind.RESPOND and decision.response in (None, ""):
+        return "respond needs a response"
+    return None
+
+
+def schema_error(value: Any, schema: dict[str, Any]) -> str | None:
+    import jsonschema
+
+    try:
+        validator_cls = jsonschema.validators.validator_for(schema)
+        validator_cls.check_schema(schema)
+        error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(value))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the interrupt's argument schema is invalid: {exc.message}"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where + ': ' if where else ''}{error.message}"

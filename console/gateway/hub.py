@@ -1,0 +1,317 @@
+"""The hub: the gateway's index of runs, interrupts and backends, and its event log.
+
+Every change becomes an event with a monotonically increasing sequence number, kept in a
+bounded log so a reconnecting client resumes from its last number. Heartbeats pushed by agents
+are merged into the runs they belong to and coalesced: a flood of beats becomes at most one
+``run`` event per run per coalescing window. Liveness is re-evaluated every tick, so silence
+turns a run ``late`` and then ``lost`` without any event from the agent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from console.gateway.protocol import AgentHeartbeat
+from console.model import (
+    BackendHealth,
+    DecisionRecord,
+    Heartbeat,
+    Interrupt,
+    Run,
+    RunState,
+    utcnow,
+)
+from console.semantics import unified_state
+
+HEARTBEAT_HISTORY = 120
+DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
+MAX_ORPHAN_BEATS = 100_000
+
+
+@dataclass
+class ReleaseCheck:
+    """After pause/cancel: the resources the agent must report released, by a deadline."""
+
+    action: str
+    expected: set[str]
+    deadline: datetime
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """A connected client's pending events; the server flushes them in batches."""
+
+    wake: Callable[[], None]
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    overflowed: bool = False
+
+
+class Hub:
+    def __init__(self, *, event_log_size: int = 100_000) -> None:
+        self.epoch = uuid.uuid4().hex[:12]
+        self.seq = 0
+        self.log: deque[dict[str, Any]] = deque(maxlen=event_log_size)
+        self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
+        self._observed: dict[str, Run] = {}  # as the adapter last reported it
+        self._beats: dict[str, AgentHeartbeat] = {}  # latest agent beat per run id
+        self.history: dict[str, deque[Heartbeat]] = {}
+        self.interrupts: dict[str, Interrupt] = {}
+        self.backends: dict[str, BackendHealth] = {}
+        self.release_checks: dict[str, ReleaseCheck] = {}
+        self.subscribers: set[Subscriber] = set()
+        self._dirty: set[str] = set()
+        self.max_pending = 50_000
+
+    # ------------------------------------------------------------------------- events
+
+    def publish(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        self.seq += 1
+        event = {"seq": self.seq, "kind": kind, "data": data}
+        self.log.append(event)
+        for sub in self.subscribers:
+            if sub.overflowed:
+                continue
+            sub.pending.append(event)
+            if len(sub.pending) > self.max_pending:
+                sub.overflowed = True  # the server sends it a fresh snapshot instead
+                sub.pending.clear()
+            sub.wake()
+        return event
+
+    def events_since(self, since: int) -> list[dict[str, Any]] | None:
+        """Events after ``since``; None when the log no longer reaches back that far."""
+        if since >= self.seq:
+            return []
+        if not self.log or self.log[0]["seq"] > since + 1:
+            return None
+        start = since + 1 - self.log[0]["seq"]
+        return [self.log[i] for i in range(start, len(self.log))]
+
+    def snapshot(self, now: datetime | None = None) -> dict[str, Any]:
+        now = now or utcnow()
+        return {
+            "type": "snapshot",
+            "epoch": self.epoch,
+            "seq": self.seq,
+            "runs": [r.contract(now) for r in self.runs.values()],
+            "interrupts": [i.contract(now) for i in self.interrupts.values()],
+            "backends": [b.contract(now) for b in self.backends.values()],
+        }
+
+    # ------------------------------------------------------------------------ backends
+
+    def set_health(self, health: BackendHealth) -> None:
+        old = self.backends.get(health.key)
+        self.backends[health.key] = health
+        if old is None or (old.reachable, old.error) != (health.reachable, health.error):
+            self.publish("backend", health.contract())
+
+    # ---------------------------------------------------------------------------- runs
+
+    def observe_runs(self, runs: list[Run], gone: list[str] | None = None) -> None:
+        now = utcnow()
+        for run in runs:
+            self._observed[run.id] = run
+            self._refresh(run.id, now)
+        for run_id in gone or []:
+            self._observed.pop(run_id, None)
+            self._beats.pop(run_id, None)
+            self.history.pop(run_id, None)
+            if self.runs.pop(run_id, None) is not None:
+                self.publish("run_removed", {"id": run_id})
+
+    def _merge(self, run_id: str, now: datetime) -> Run | None:
+        observed = self._observed.get(run_id)
+        if observed is None:
+            return None
+        beat = self._beats.get(run_id)
+        update: dict[str, Any] = {
+            "interrupts": sorted(
+                i.id for i in self.interrupts.values()
+                if i.run_id == run_id and i.status == "pending"
+            )
+        }
+        if beat is not None:
+            update["heartbeat_at"] = beat.at or now
+            if beat.interval_s:
+                update["heartbeat_interval_s"] = beat.interval_s
+            if beat.timeout_s:
+                update["heartbeat_timeout_s"] = beat.timeout_s
+            if beat.progress is not None:
+                update["progress"] = beat.progress
+            if beat.resources is not None:
+                update["resources"] = list(beat.resources)
+            update["in_flight_step"] = beat.in_flight_step
+        merged = observed.model_copy(update=update)
+        check = self.release_checks.get(run_id)
+        if merged.state in (RunState.PAUSED, RunState.CANCELLED) and check is not None:
+            # the backend already says so; the agent has not confirmed its release yet
+            merged.state = RunState.PAUSING if check.action == "pause" else RunState.CANCELLING
+        else:
+            merged.state = unified_state(merged, now)
+        return merged
+
+    def _refresh(self, run_id: str, now: datetime) -> None:
+        merged = self._merge(run_id, now)
+        if merged is None:
+            return
+        old = self.runs.get(run_id)
+        if old is not None and old.state != merged.state:
+            merged.updated_at = now  # the unified state changed here, not in the backend
+        elif old is not None and old.updated_at > merged.updated_at:
+            merged.updated_at = old.updated_at
+        self.runs[run_id] = merged
+        if old is None or _differs(old, merged):
+            self.publish("run", merged.contract(now))
+
+    def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat) -> None:
+        """Record a beat; the run event goes out at the next coalescing flush."""
+        beat = beat if beat.at else beat.model_copy(update={"at": utcnow()})
+        self._beats[run_id] = beat
+        if len(self._beats) > MAX_ORPHAN_BEATS + len(self._observed):
+            for stale in [k for k in self._beats if k not in self._observed][:1000]:
+                self._beats.pop(stale, None)
+        hist = self.history.setdefault(run_id, deque(maxlen=HEARTBEAT_HISTORY))
+        hist.append(
+            Heartbeat(at=beat.at or utcnow(), seq=beat.seq, progress=beat.progress,
+                      details=beat.details, resources=beat.resources)
+        )
+        self._verify_release(run_id, beat)
+        self._dirty.add(run_id)
+
+    def flush_heartbeats(self) -> None:
+        now = utcnow()
+        dirty, self._dirty = self._dirty, set()
+        for run_id in dirty:
+            self._refresh(run_id, now)
+
+    def tick(self) -> None:
+        """Re-evaluate liveness of live runs and expire release checks and old interrupts."""
+        now = utcnow()
+        for run_id, run in list(self.runs.items()):
+            if run.heartbeat_at is not None and not run.state.terminal:
+                self._refresh(run_id, now)  # silence alone moves running -> late -> lost
+        for run_id, check in list(self.release_checks.items()):
+            if now >= check.deadline:
+                self._suspect_leak(run_id, check)
+        for iid, intr in list(self.interrupts.items()):
+            decided_at = intr.decision.at if intr.decision else intr.created_at
+            if intr.status != "pending" and now - decided_at > DECIDED_INTERRUPT_TTL:
+                del self.interrupts[iid]
+                self.publish("interrupt_removed", {"id": iid})
+
+    # -------------------------------------------------------------- release checks
+
+    def expect_release(self, run_id: str, action: str, resource_ids: set[str],
+                       within_s: float) -> None:
+        """After pause/cancel: watch for the agent's report; flag a suspected leak if late.
+
+        Only for runs whose agent reports to the gateway (otherwise nobody could confirm)."""
+        if run_id not in self._beats:
+            return
+        self.release_checks[run_id] = ReleaseCheck(
+            action=action, expected=set(resource_ids),
+            deadline=utcnow() + timedelta(seconds=within_s),
+        )
+        self._refresh(run_id, utcnow())
+
+    def _verify_release(self, run_id: str, beat: AgentHeartbeat) -> None:
+        check = self.release_checks.get(run_id)
+        if check is None:
+            return
+        released = {r.id for r in beat.resources or [] if r.state == "released"}
+        stopped = beat.phase in ("paused", "cancelled", "completed", "failed")
+        if stopped and check.expected <= released:
+            del self.release_checks[run_id]
+            kept = [r.id for r in beat.resources or [] if r.state == "held"]
+            self.publish("notice", {
+                "level": "info", "run_id": run_id,
+                "message": f"{run_id}: {check.action} confirmed by the agent; released "
+                + (", ".join(sorted(check.expected)) or "nothing")
+                + ("; kept " + ", ".join(kept) if kept else ""),
+            })
+
+    def _suspect_leak(self, run_id: str, check: ReleaseCheck) -> None:
+        del self.release_checks[run_id]
+        beat = self._beats.get(run_id)
+        if beat is not None and beat.resources is not None:
+            marked = [
+                r.model_copy(update={"state": "suspected_leak"})
+                if r.id in check.expected and r.state != "released" else r
+                for r in beat.resources
+            ]
+            self._beats[run_id] = beat.model_copy(update={"resources": marked})
+        self.publish("notice", {
+            "level": "warning", "run_id": run_id,
+            "message": f"{run_id}: no release report after {check.action}; suspected leak of "
+            + ", ".join(sorted(check.expected)),
+        })
+        self._refresh(run_id, utcnow())
+
+    # ---------------------------------------------------------------------- interrupts
+
+    def observe_interrupts(self, context_key: str, interrupts: list[Interrupt],
+                           complete: bool, decided: Callable[[str], Any]) -> None:
+        """Merge one backend context's pending interrupts.
+
+        ``decided(interrupt_id)`` returns the journal's decision claim (or None): an interrupt
+        the backend still shows as pending but the journal has decided is shown as decided
+        (the agent has not consumed the decision yet), so nobody decides it twice.
+        """
+        seen: set[str] = set()
+        touched_runs: set[str] = set()
+        for intr in interrupts:
+            seen.add(intr.id)
+            known = self.interrupts.get(intr.id)
+            if known is not None and known.status != "pending":
+                continue
+            claim = decided(intr.id)
+            if claim is not None and claim.status == "applied":
+                intr = _as_decided(intr, claim)
+            if known is None or known.model_dump() != intr.model_dump():
+                self.interrupts[intr.id] = intr
+                self.publish("interrupt", intr.contract())
+                touched_runs.add(intr.run_id)
+        if complete:
+            for iid, intr in list(self.interrupts.items()):
+                if iid in seen or intr.status != "pending":
+                    continue
+                if not intr.run_id.startswith(context_key + "/"):
+                    continue
+                claim = decided(iid)
+                new = (
+                    _as_decided(intr, claim) if claim is not None and claim.status == "applied"
+                    else intr.model_copy(update={"status": "withdrawn"})
+                )
+                self.interrupts[iid] = new
+                self.publish("interrupt", new.contract())
+                touched_runs.add(intr.run_id)
+        now = utcnow()
+        for run_id in touched_runs:
+            self._refresh(run_id, now)
+
+    def mark_decided(self, interrupt_id: str, claim: Any) -> None:
+        intr = self.interrupts.get(interrupt_id)
+        if intr is None:
+            return
+        new = _as_decided(intr, claim)
+        self.interrupts[interrupt_id] = new
+        self.publish("interrupt", new.contract())
+        self._refresh(intr.run_id, utcnow())
+
+
+def _as_decided(intr: Interrupt, claim: Any) -> Interrupt:
+    return intr.model_copy(update={
+        "status": "decided",
+        "decision": DecisionRecord(kind=claim.kind, by=claim.identity, at=claim.at,
+                                   command_id=claim.command_key),
+    })
+
+
+def _differs(a: Run, b: Run) -> bool:
+    return a.model_dump(exclude={"updated_at"}) != b.model_dump(exclude={"updated_at"})
