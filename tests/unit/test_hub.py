@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+from console.gateway.hub import Hub
+from console.gateway.protocol import AgentHeartbeat
+from console.model import Interrupt, Resource, Run, RunState, utcnow
+
+RID = "dbos:local/wf"
+
+
+def _run(**kw) -> Run:
+    return Run(id=RID, backend="dbos", context="local", native_id="wf", **kw)
+
+
+def _beat(**kw) -> AgentHeartbeat:
+    base = dict(type="heartbeat", backend="dbos", native_id="wf", interval_s=1.0, timeout_s=5.0)
+    base.update(kw)
+    return AgentHeartbeat(**base)
+
+
+def test_heartbeat_flood_is_coalesced_into_one_run_event():
+    hub = Hub()
+    hub.observe_runs([_run()])
+    before = hub.seq
+    for i in range(1000):
+        hub.agent_heartbeat(RID, _beat(seq=i, progress=i / 1000))
+    assert hub.seq == before
+    hub.flush_heartbeats()
+    runs = [e for e in hub.log if e["seq"] > before and e["kind"] == "run"]
+    assert len(runs) == 1
+    assert runs[0]["data"]["progress"] == 0.999
+    assert len(hub.history[RID]) == 120
+
+
+def test_silence_turns_a_run_late_then_lost_without_any_event_from_the_agent():
+    hub = Hub()
+    hub.observe_runs([_run()])
+    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=3)))
+    hub.flush_heartbeats()
+    assert hub.runs[RID].state is RunState.LATE
+    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=6)))
+    hub.tick()
+    assert hub.runs[RID].state is RunState.LOST
+    hub.agent_heartbeat(RID, _beat(at=utcnow()))
+    hub.flush_heartbeats()
+    assert hub.runs[RID].state is RunState.RUNNING
+
+
+def test_pending_interrupt_makes_the_run_waiting_and_withdrawal_clears_it():
+    hub = Hub()
+    hub.observe_runs([_run()])
+    intr = Interrupt(id=f"{RID}#wf/1", run_id=RID, native_id="wf/1", title="Deploy?")
+    hub.observe_interrupts("dbos:local", [intr], True, lambda _iid: None)
+    assert hub.runs[RID].state is RunState.WAITING
+    assert hub.runs[RID].interrupts == [intr.id]
+    hub.observe_interrupts("dbos:local", [], True, lambda _iid: None)
+    assert hub.interrupts[intr.id].status == "withdrawn"
+    assert hub.runs[RID].interrupts == []
+
+
+def test_missing_release_report_is_flagged_as_suspected_leak():
+    hub = Hub()
+    lock = Resource(id="lock", kind="lock", on_pause="release")
+    hub.observe_runs([_run()])
+    hub.agent_heartbeat(RID, _beat(resources=[lock]))
+    hub.observe_runs([_run(state=RunState.PAUSED)])
+    hub.expect_release(RID, "pause", {"lock"}, within_s=-1)
+    assert hub.runs[RID].state is RunState.PAUSING
+    hub.tick()
+    assert hub.runs[RID].state is RunState.PAUSED
+    assert hub.runs[RID].resources[0].state == "suspected_leak"
+    notices = [e for e in hub.log if e["kind"] == "notice"]
+    assert "suspected leak" in notices[-1]["data"]["message"]
+
+
+def test_release_report_confirms_the_pause():
+    hub = Hub()
+    gpu = Resource(id="gpu", kind="gpu", on_pause="keep")
+    lock = Resource(id="lock", kind="lock", on_pause="release")
+    hub.observe_runs([_run()])
+    hub.agent_heartbeat(RID, _beat(resources=[gpu, lock]))
+    hub.observe_runs([_run(state=RunState.PAUSED)])
+    hub.expect_release(RID, "pause", {"lock"}, within_s=30)
+    hub.agent_heartbeat(RID, _beat(phase="paused", resources=[
+        gpu, lock.model_copy(update={"state": "released"})]))
+    hub.flush_heartbeats()
+    assert RID not in hub.release_checks
+    assert hub.runs[RID].state is RunState.PAUSED
+    notices = [e for e in hub.log if e["kind"] == "notice"]
+    assert "confirmed" in notices[-1]["data"]["message"] and "kept gpu" in notices[-1]["data"]["message"]
+
+
+def test_events_since_replays_or_says_too_old():
+    hub = Hub(event_log_size=5)
+    for i in range(8):
+        hub.publish("notice", {"i": i})
+    assert [e["seq"] for e in hub.events_since(5)] == [6, 7, 8]
+    assert hub.events_since(8) == []
+    assert hub.events_since(1) is None

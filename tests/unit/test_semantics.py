@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from console.model import Action, Resource, Run, RunState
+from console.semantics import (
+    action_conflict,
+    classify_liveness,
+    plan,
+    recoverability_warnings,
+    unified_state,
+)
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def _run(**kw) -> Run:
+    base = dict(id="dbos:local/wf", backend="dbos", context="local", native_id="wf")
+    base.update(kw)
+    return Run(**base)
+
+
+def _ago(s: float) -> datetime:
+    return NOW - timedelta(seconds=s)
+
+
+def test_liveness_moves_running_late_lost_with_heartbeat_age():
+    kw = dict(interval_s=2.0, timeout_s=10.0)
+    assert classify_liveness(_ago(1), NOW, **kw) == "running"
+    assert classify_liveness(_ago(2.9), NOW, **kw) == "running"  # cadence + 1 s margin
+    assert classify_liveness(_ago(3.5), NOW, **kw) == "late"
+    assert classify_liveness(_ago(10.5), NOW, **kw) == "lost"
+
+
+def test_liveness_without_timeout_is_lost_after_five_cadences():
+    assert classify_liveness(_ago(9), NOW, interval_s=2.0, timeout_s=None) == "late"
+    assert classify_liveness(_ago(11), NOW, interval_s=2.0, timeout_s=None) == "lost"
+
+
+def test_liveness_is_unknown_without_cadence_or_sample():
+    assert classify_liveness(None, NOW, interval_s=2.0, timeout_s=10) == "unknown"
+    assert classify_liveness(_ago(100), NOW, interval_s=None, timeout_s=10) == "unknown"
+
+
+@given(
+    age=st.floats(min_value=0, max_value=1e5),
+    interval=st.floats(min_value=0.1, max_value=600),
+    extra=st.floats(min_value=0, max_value=1e4),
+)
+def test_liveness_never_goes_back_as_silence_grows(age, interval, extra):
+    order = {"running": 0, "late": 1, "lost": 2}
+    timeout = interval * 3
+    a = classify_liveness(_ago(age), NOW, interval_s=interval, timeout_s=timeout)
+    b = classify_liveness(_ago(age + extra), NOW, interval_s=interval, timeout_s=timeout)
+    assert order[a] <= order[b]
+
+
+def test_unified_state_waiting_when_interrupt_pending_and_beating():
+    run = _run(heartbeat_at=_ago(1), heartbeat_interval_s=2, heartbeat_timeout_s=10,
+               interrupts=["dbos:local/wf#wf/1"])
+    assert unified_state(run, NOW) is RunState.WAITING
+
+
+def test_unified_state_silence_beats_waiting():
+    run = _run(heartbeat_at=_ago(30), heartbeat_interval_s=2, heartbeat_timeout_s=10,
+               interrupts=["x"])
+    assert unified_state(run, NOW) is RunState.LOST
+
+
+def test_unified_state_keeps_paused_and_terminal_states():
+    for state in (RunState.PAUSED, RunState.COMPLETED, RunState.CANCELLED):
+        run = _run(state=state, heartbeat_at=_ago(999), heartbeat_interval_s=2)
+        assert unified_state(run, NOW) is state
+
+
+GPU = Resource(id="gpu-0", kind="gpu", on_pause="keep", on_cancel="release")
+LOCK = Resource(id="orders-lock", kind="lock", on_pause="release", on_cancel="release")
+VOL = Resource(id="scratch", kind="volume", on_pause="keep", on_cancel="keep")
+
+
+def test_pause_plan_keeps_gpu_and_releases_lock():
+    p = plan(Action.PAUSE, [_run(resources=[GPU, LOCK], heartbeat_timeout_s=10)],
+             operations={"dbos:local/wf": ["cancel_workflow"]})
+    assert [r.id for r in p.resources_kept] == ["gpu-0"]
+    assert [r.id for r in p.resources_released] == ["orders-lock"]
+    assert p.operations == ["cancel_workflow"]
+    assert p.resources_at_risk == []
+
+
+def test_cancel_plan_releases_all_but_on_cancel_keep():
+    p = plan(Action.CANCEL, [_run(resources=[GPU, LOCK, VOL], heartbeat_timeout_s=10)])
+    assert sorted(r.id for r in p.resources_released) == ["gpu-0", "orders-lock"]
+    assert [r.id for r in p.resources_kept] == ["scratch"]
+
+
+def test_terminate_plan_warns_every_held_resource_may_leak():
+    p = plan(Action.TERMINATE, [_run(resources=[GPU, LOCK.model_copy(update={"state": "released"})])])
+    assert [r.id for r in p.resources_at_risk] == ["gpu-0"]
+    assert any("may leak" in w and "gpu-0" in w for w in p.warnings)
+
+
+def test_plan_on_a_finished_run_says_it_will_not_apply():
+    p = plan(Action.PAUSE, [_run(state=RunState.COMPLETED, resources=[GPU])])
+    assert p.resources_kept == [] and p.resources_released == []
+    assert any("will not apply" in w for w in p.warnings)
+
+
+def test_pause_plan_names_the_step_that_will_rerun():
+    p = plan(Action.PAUSE, [_run(in_flight_step="train-epoch-3", heartbeat_timeout_s=10)])
+    assert p.will_rerun == ["dbos:local/wf: train-epoch-3"]
+
+
+def test_action_conflicts():
+    assert action_conflict(Action.RESUME, _run(state=RunState.RUNNING))
+    assert action_conflict(Action.RESUME, _run(state=RunState.PAUSED)) is None
+    assert action_conflict(Action.CANCEL, _run(state=RunState.COMPLETED))
+    assert action_conflict(Action.PAUSE, _run(state=RunState.PAUSED))
+    assert action_conflict(Action.TERMINATE, _run(state=RunState.PAUSED)) is None
+
+
+@given(state=st.sampled_from(list(RunState)), action=st.sampled_from(
+    [Action.PAUSE, Action.RESUME, Action.CANCEL, Action.TERMINATE]))
+def test_no_action_applies_to_a_terminal_run(state, action):
+    conflict = action_conflict(action, _run(state=state))
+    if state.terminal:
+        assert conflict is not None
+
+
+def test_recoverability_warnings():
+    assert recoverability_warnings(_run()) == [
+        "no heartbeat timeout: a dead worker is noticed only by silence"
+    ]
+    w = recoverability_warnings(_run(heartbeat_timeout_s=600), step_seconds=30)
+    assert "longer than the work it guards" in w[0]
+    w = recoverability_warnings(_run(heartbeat_timeout_s=5, details={"checkpointer": "memory"}))
+    assert w == ["in-memory checkpointer: state is lost if the worker dies"]
+    assert recoverability_warnings(_run(state=RunState.COMPLETED)) == []
