@@ -211,7 +211,11 @@ class Backend(Protocol):
 
     async def pause(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome: ...
 
-    async def resume(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome: ...
+    async def resume(
+        self, native_id: str, *, reason: str, identity: str, lost: bool = False
+    ) -> ActionOutcome:
+        """Continue a paused run. ``lost=True``: the console judged the agent dead (heartbeat
+        silence past its timeout) and the operator asks for a forced restart."""
 
     async def cancel(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome: ...
 

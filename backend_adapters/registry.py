@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from backend_adapters.base import Backend, PauseLedger
 
@@ -48,7 +48,7 @@ class BackendURL:
         """The URL without credentials, for screens and logs."""
         parts = urlsplit(self.target)
         netloc = parts.netloc.rsplit("@", 1)[-1]
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        return f"{self.kind}+{parts.scheme}://{netloc}{parts.path}"
 
 
 def parse_backend_url(raw: str) -> BackendURL:
@@ -70,7 +70,8 @@ def parse_backend_url(raw: str) -> BackendURL:
         poll_s = float(poll) if poll is not None else None
     except ValueError as exc:
         raise BackendURLError(f"poll must be a number of seconds: {poll!r}") from exc
-    target = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    # keep "//" even with an empty netloc: sqlite:///abs/path must stay a valid SQLAlchemy URL
+    target = f"{parts.scheme}://{parts.netloc}{parts.path}"
     return BackendURL(
         kind=kind, target=target, context=context, poll_s=poll_s, params=query, raw=raw
     )

@@ -149,10 +149,12 @@ class CommandExecutor:
                     who: Principal, reason: str, the_plan: ActionPlan) -> CommandResult:
         base = {"id": key, "action": action.value, "target": target, "plan": the_plan}
         op = getattr(backend, action.value)
+        extra = {"lost": True} if action is Action.RESUME and run.state is RunState.LOST else {}
         self._inflight.add((key, target))
         try:
             outcome: ActionOutcome = await asyncio.wait_for(
-                op(run.native_id, reason=reason, identity=who.identity), BACKEND_CALL_TIMEOUT_S)
+                op(run.native_id, reason=reason, identity=who.identity, **extra),
+                BACKEND_CALL_TIMEOUT_S)
         except BackendError as exc:
             return CommandResult(**base, outcome=_ERROR_OUTCOME.get(exc.code, "failed"),
                                  error=exc.code, detail=exc.message)

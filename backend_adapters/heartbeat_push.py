@@ -1,0 +1,288 @@
+"""Push agent heartbeats to the gateway's agent channel, from a background thread.
+
+For backends without native heartbeats (DBOS, Restate, LangGraph) instrumented agents push
+liveness samples to ``irq serve``. The pusher never raises into the agent and never blocks it:
+``push()`` only stores the frame (the latest one per run; older unsent samples are dropped)
+and a daemon thread sends them over one websocket, reconnecting with backoff while the gateway
+is down or not configured. A killed process simply goes silent, which is the signal.
+
+Configuration: ``IRQ_AGENT_URL`` (e.g. ``ws://127.0.0.1:7433/agent``) and ``IRQ_AGENT_TOKEN``
+(sent as ``Authorization: Bearer <token>``). Wire format, one JSON text message each:
+
+- first, ``{"type": "hello", "protocol": 1, "client": "irq-agent/0.1"}``
+- then ``{"type": "heartbeat", "backend", "context", "native_id", "seq", "at", "progress",
+  "details", "resources", "interval_s", "timeout_s", "in_flight_step", "phase"}``
+- the gateway may answer ``{"type": "error", "code", "message"}``: logged, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from websockets.sync.client import ClientConnection, connect
+
+log = logging.getLogger("irq.agent.heartbeat")
+
+PROTOCOL = 1
+CLIENT = "irq-agent/0.1"
+ENV_URL = "IRQ_AGENT_URL"
+ENV_TOKEN = "IRQ_AGENT_TOKEN"
+
+FrameKey = tuple[str, str | None, str]
+
+
+def heartbeat_frame(
+    *,
+    native_id: str,
+    seq: int,
+    phase: str,
+    backend: str = "dbos",
+    context: str | None = None,
+    progress: float | None = None,
+    details: Mapping[str, Any] | None = None,
+    resources: Iterable[Mapping[str, Any]] = (),
+    interval_s: float | None = None,
+    timeout_s: float | None = None,
+    in_flight_step: str | None = None,
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    """One heartbeat frame in the agent-channel shape."""
+    return {
+        "type": "heartbeat",
+        "backend": backend,
+        "context": context,
+        "native_id": native_id,
+        "seq": seq,
+        "at": (at or datetime.now(UTC)).isoformat(),
+        "progress": progress,
+        "details": dict(details or {}),
+        "resources": [dict(r) for r in resources],
+        "interval_s": interval_s,
+        "timeout_s": timeout_s,
+        "in_flight_step": in_flight_step,
+        "phase": phase,
+    }
+
+
+class HeartbeatPusher:
+    """Latest-frame-per-run mailbox drained by one sender thread (started on first push)."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        client: str = CLIENT,
+        min_backoff_s: float = 0.5,
+        max_backoff_s: float = 10.0,
+        open_timeout_s: float = 3.0,
+        max_pending: int = 1000,
+    ) -> None:
+        self._url = url
+        self._max_pending = max_pending
+        self._token = token
+        self._client = client
+        self._min_backoff = min_backoff_s
+        self._max_backoff = max_backoff_s
+        self._open_timeout = open_timeout_s
+        self._pending: dict[FrameKey, dict[str, Any]] = {}
+        self._sending = 0  # frames taken from the mailbox and not yet sent
+        self._cond = threading.Condition()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._ws: ClientConnection | None = None
+        self.sent = 0  # frames delivered to the socket (for tests and diagnostics)
+        self.dropped = 0  # unsent frames replaced by a newer one for the same run
+        self.errors: list[dict[str, Any]] = []  # last error frames from the gateway
+
+    # ------------------------------------------------------------------------- agent side
+
+    def push(self, frame: Mapping[str, Any]) -> None:
+        """Queue ``frame`` for sending; replaces an unsent frame of the same run. Never raises."""
+        try:
+            key: FrameKey = (
+                str(frame.get("backend")),
+                frame.get("context"),
+                str(frame.get("native_id")),
+            )
+            with self._cond:
+                if self._closing:
+                    return
+                if key in self._pending:
+                    self.dropped += 1
+                    del self._pending[key]  # re-insert: the mailbox stays oldest-first
+                elif len(self._pending) >= self._max_pending:
+                    self._pending.pop(next(iter(self._pending)))
+                    self.dropped += 1
+                self._pending[key] = dict(frame)
+                self._ensure_thread()
+                self._cond.notify_all()
+        except Exception:  # a heartbeat must never break the agent
+            log.debug("heartbeat push failed", exc_info=True)
+
+    def flush(self, timeout_s: float = 2.0) -> bool:
+        """Wait until every queued frame was sent; False on timeout (gateway down)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._pending or self._sending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._thread is None:
+                    return False
+                self._cond.wait(min(remaining, 0.1))
+        return True
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Send what is queued (up to ``timeout_s``), then stop the thread."""
+        self.flush(timeout_s)
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None
+
+    # ------------------------------------------------------------------------ sender side
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(
+                target=self._run, name="irq-heartbeat-push", daemon=True
+            )
+            self._thread.start()
+
+    def _target(self) -> tuple[str | None, str | None]:
+        return (
+            self._url or os.environ.get(ENV_URL) or None,
+            self._token or os.environ.get(ENV_TOKEN) or None,
+        )
+
+    def _connect(self) -> ClientConnection | None:
+        url, token = self._target()
+        if not url:
+            return None
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        # entered as a context manager (websockets >= 17 deprecates bare use); _disconnect
+        # closes it
+        ws = connect(
+            url,
+            additional_headers=headers,
+            open_timeout=self._open_timeout,
+            close_timeout=1.0,
+            user_agent_header=self._client,
+        ).__enter__()
+        ws.send(json.dumps({"type": "hello", "protocol": PROTOCOL, "client": self._client}))
+        return ws
+
+    def _run(self) -> None:
+        backoff = self._min_backoff
+        announced_down = False
+        while True:
+            with self._cond:
+                if self._closing:
+                    break
+            if self._ws is None:
+                try:
+                    self._ws = self._connect()
+                except Exception as exc:  # gateway down: retry with backoff
+                    self._ws = None
+                    if not announced_down:
+                        log.warning("agent channel unavailable (%s); retrying", exc)
+                        announced_down = True
+                if self._ws is None:
+                    self._sleep(backoff)
+                    backoff = min(backoff * 2, self._max_backoff)
+                    continue
+                log.info("agent channel connected")
+                announced_down = False
+                backoff = self._min_backoff
+            if not self._send_pending():
+                self._disconnect()
+                continue
+            self._read_replies()
+            with self._cond:
+                if not self._pending and not self._closing:
+                    self._cond.wait(0.5)
+        self._disconnect()
+
+    def _sleep(self, seconds: float) -> None:
+        with self._cond:
+            if not self._closing:
+                self._cond.wait(seconds)
+
+    def _send_pending(self) -> bool:
+        with self._cond:
+            batch = list(self._pending.items())
+            self._pending.clear()
+            self._sending = len(batch)
+        ws = self._ws
+        for i, (_key, frame) in enumerate(batch):
+            try:
+                assert ws is not None
+                ws.send(json.dumps(frame, default=str))
+            except Exception as exc:  # connection lost: keep unsent frames
+                log.info("agent channel lost (%s); reconnecting", exc)
+                with self._cond:
+                    for k, f in batch[i:]:
+                        self._pending.setdefault(k, f)  # unless superseded meanwhile
+                    self._sending = 0
+                    self._cond.notify_all()
+                return False
+            self.sent += 1
+            with self._cond:
+                self._sending -= 1
+                self._cond.notify_all()
+        return True
+
+    def _read_replies(self) -> None:
+        ws = self._ws
+        if ws is None:
+            return
+        while True:
+            try:
+                raw = ws.recv(timeout=0)
+            except TimeoutError:
+                return
+            except Exception:  # closed by the gateway: reconnect next round
+                self._disconnect()
+                return
+            try:
+                reply = json.loads(raw)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(reply, dict) and reply.get("type") == "error":
+                self.errors = [*self.errors[-19:], reply]
+                log.warning(
+                    "gateway rejected a heartbeat: %s %s", reply.get("code"), reply.get("message")
+                )
+
+    def _disconnect(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                ws.close()
+            except Exception:
+                pass
+
+
+_shared: HeartbeatPusher | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pusher() -> HeartbeatPusher:
+    """The process-wide pusher configured from IRQ_AGENT_URL / IRQ_AGENT_TOKEN."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = HeartbeatPusher()
+        return _shared

@@ -1,0 +1,213 @@
+"""The demo fleet: real DBOS agents on SQLite, with preemptions (``python -m``).
+
+    python -m console.demo.fleet --db PATH [--agents N] [--workers W] [--preempt-every S]
+
+A supervisor that runs W worker processes (console/demo/worker.py) sharing N agent lanes.
+Every ``--preempt-every`` seconds one worker is SIGKILLed (a spot eviction, say) and, after
+``--downtime`` seconds, restarted with the same executor id and application version: its
+runs first go silent (late, then lost, on the console), then DBOS recovers them
+(``recovery_attempts`` > 1: preempted), replaying journaled steps and re-running the step
+that was in flight. Agents heartbeat to the gateway named by IRQ_AGENT_URL / IRQ_AGENT_TOKEN
+(inherited by the workers). SIGTERM / SIGINT stop every worker by its pid, then exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Worker:
+    index: int
+    lanes: list[int]
+    process: subprocess.Popen[bytes] | None = None
+    down_until: float = 0.0  # monotonic time at which a preempted worker comes back
+
+    @property
+    def executor_id(self) -> str:
+        return f"demo-worker-{self.index}"
+
+
+@dataclass
+class Fleet:
+    """Supervises the worker processes of one demo database."""
+
+    db: Path
+    agents: int = 10
+    workers: int = 3
+    preempt_every_s: float | None = 90.0
+    downtime_s: float = 15.0
+    step_scale: float = 1.0
+    log: Path | None = None
+    env: Mapping[str, str] | None = None
+    quiet: bool = False
+    members: list[Worker] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.db = self.db.resolve()
+        count = max(1, min(self.workers, self.agents))
+        self.members = [
+            Worker(i + 1, [lane for lane in range(self.agents) if lane % count == i])
+            for i in range(count)
+        ]
+
+    # ------------------------------------------------------------------------ processes
+
+    def _command(self, worker: Worker) -> list[str]:
+        cmd = [
+            sys.executable, "-m", "console.demo.worker",
+            "--db", str(self.db),
+            "--executor-id", worker.executor_id,
+            "--lanes", ",".join(str(lane) for lane in worker.lanes),
+            "--step-scale", str(self.step_scale),
+            "--watch-parent",
+        ]  # fmt: skip
+        if self.log:
+            cmd += ["--log", str(self.log)]
+        return cmd
+
+    def _spawn(self, worker: Worker) -> None:
+        env = {**os.environ, **(self.env or {})}
+        out = subprocess.DEVNULL if self.quiet else None
+        worker.process = subprocess.Popen(
+            self._command(worker), env=env, stdout=out, stderr=out, start_new_session=True
+        )
+        self._say(f"started {worker.executor_id} (pid {worker.process.pid}) lanes {worker.lanes}")
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(f"[fleet] {text}", file=sys.stderr, flush=True)
+
+    def start(self) -> None:
+        self.db.parent.mkdir(parents=True, exist_ok=True)
+        for i, worker in enumerate(self.members):
+            self._spawn(worker)
+            if i == 0:
+                self._wait_for_db(20.0)  # the first worker creates the schema
+
+    def _wait_for_db(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self._stop.is_set():
+            if self.db.exists() and self.db.stat().st_size > 0:
+                time.sleep(1.0)
+                return
+            time.sleep(0.2)
+
+    def preempt(self, worker: Worker) -> None:
+        """SIGKILL ``worker`` (no cleanup, like an eviction); it returns after the downtime."""
+        process = worker.process
+        if process is None or process.poll() is not None:
+            return
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        worker.process = None
+        worker.down_until = time.monotonic() + self.downtime_s
+        self._say(
+            f"preempted {worker.executor_id} (SIGKILL pid {process.pid}); back in "
+            f"{self.downtime_s:g}s"
+        )
+
+    def request_stop(self) -> None:
+        """Make supervise() return (safe from a signal handler)."""
+        self._stop.set()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop every worker by its pid: SIGTERM, then SIGKILL after ``timeout_s``."""
+        self._stop.set()
+        running = [w.process for w in self.members if w.process and w.process.poll() is None]
+        for process in running:
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout_s
+        for process in running:
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait()
+        for worker in self.members:
+            worker.process = None
+
+    # ----------------------------------------------------------------------- supervision
+
+    def supervise(self) -> None:
+        """Restart crashed and preempted workers; preempt one now and then. Until stop()."""
+        next_preempt = (
+            time.monotonic() + self.preempt_every_s if self.preempt_every_s else float("inf")
+        )
+        victim = 0
+        while not self._stop.wait(0.5):
+            now = time.monotonic()
+            for worker in self.members:
+                if worker.process is not None and worker.process.poll() is not None:
+                    self._say(f"{worker.executor_id} exited ({worker.process.returncode})")
+                    worker.process = None
+                    worker.down_until = now + 3.0
+                if worker.process is None and now >= worker.down_until:
+                    self._spawn(worker)
+            if now >= next_preempt and self.preempt_every_s:
+                self.preempt(self.members[victim % len(self.members)])
+                victim += 1
+                next_preempt = now + self.preempt_every_s
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m console.demo.fleet", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--db", required=True, type=Path, help="SQLite system database file")
+    parser.add_argument("--agents", type=int, default=10, help="agent lanes (default 10)")
+    parser.add_argument("--workers", type=int, default=3, help="worker processes (default 3)")
+    parser.add_argument(
+        "--preempt-every",
+        type=float,
+        default=90.0,
+        help="seconds between worker preemptions (SIGKILL + restart); 0 disables",
+    )
+    parser.add_argument("--downtime", type=float, default=15.0, help="seconds a worker stays down")
+    parser.add_argument("--step-scale", type=float, default=1.0, help="multiply step durations")
+    parser.add_argument("--log", type=Path, help="JSON-lines execution log of every step")
+    args = parser.parse_args(argv)
+
+    fleet = Fleet(
+        db=args.db,
+        agents=max(1, args.agents),
+        workers=max(1, args.workers),
+        preempt_every_s=args.preempt_every or None,
+        downtime_s=args.downtime,
+        step_scale=args.step_scale,
+        log=args.log.resolve() if args.log else None,
+    )
+
+    def on_signal(signum: int, _frame: object) -> None:
+        fleet.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    fleet.start()
+    fleet._say(
+        f"{fleet.agents} agents on {len(fleet.members)} workers, db {fleet.db}; "
+        f"backend URL: dbos+sqlite:///{fleet.db}"
+    )
+    try:
+        fleet.supervise()
+    finally:
+        fleet.stop()
+        fleet._say("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,440 @@
+"""The DBOS adapter against real DBOS agents on SQLite (agents in subprocesses).
+
+Each test enqueues a small plan for the demo agent workflow on a worker process, then
+observes and acts through the adapter exactly as the gateway does. The agents' own execution
+log (one line per step execution, reservation and decision) and the heartbeat frames they
+push are the evidence for what ran and what was released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend_adapters.base import (
+    Conflict,
+    InvalidInput,
+    MemoryPauseLedger,
+    NotFound,
+    Unreachable,
+    Unsupported,
+)
+from backend_adapters.dbos.adapter import DBOSBackend
+from backend_adapters.registry import open_backend
+from console.model import Action, Decision, DecisionKind, Interrupt, Run, RunState
+
+SCHEMA = {
+    "type": "object",
+    "required": ["service", "environment"],
+    "properties": {
+        "service": {"type": "string"},
+        "environment": {"type": "string", "enum": ["staging", "prod"]},
+        "canary_percent": {"type": "integer", "minimum": 1, "maximum": 50},
+    },
+    "additionalProperties": False,
+}
+
+GPU = {"id": "gpu-0/slice-1", "kind": "gpu", "on_pause": "keep", "on_cancel": "release"}
+LOCK = {"id": "lock/orders", "kind": "lock", "on_pause": "release", "on_cancel": "release"}
+BUDGET = {"id": "budget/tokens", "kind": "budget", "on_pause": "keep", "on_cancel": "keep"}
+
+
+def plan(*script: dict[str, Any], resources: list[dict[str, Any]] | None = None) -> dict:
+    return {
+        "name": "test-agent",
+        "interval_s": 0.5,
+        "timeout_s": 5.0,
+        "decision_poll_s": 0.5,
+        "resources": resources if resources is not None else [GPU, LOCK],
+        "script": list(script),
+    }
+
+
+def step(name: str, seconds: float = 0.2) -> dict[str, Any]:
+    return {"step": name, "seconds": seconds}
+
+
+def deploy(*then: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "interrupt": {
+            "title": "Deploy billing to prod?",
+            "description": "tests passed",
+            "action": "deploy",
+            "args": {"service": "billing", "environment": "prod", "canary_percent": 10},
+            "args_schema": SCHEMA,
+            "allowed": ["approve", "edit", "reject"],
+        },
+        "then": list(then),
+    }
+
+
+@pytest.fixture
+async def backend(dbos_worker):
+    b = open_backend(f"dbos+sqlite:///{dbos_worker.db}?poll=0.5", MemoryPauseLedger())
+    assert isinstance(b, DBOSBackend)
+    await b.start()
+    try:
+        yield b
+    finally:
+        await b.close()
+
+
+async def observed(backend: DBOSBackend, wid: str) -> tuple[Run | None, list[Interrupt]]:
+    obs = await backend.observe()
+    run = next((r for r in obs.runs if r.native_id == wid), None)
+    return run, [i for i in obs.interrupts if run and i.run_id == run.id]
+
+
+async def pending_interrupt(backend: DBOSBackend, wid: str, waiter) -> Interrupt:
+    async def found():
+        return (await observed(backend, wid))[1]
+
+    return (await waiter(found))[0]
+
+
+async def run_where(backend: DBOSBackend, wid: str, waiter, check, timeout_s: float = 15.0):
+    async def probe():
+        run = await backend.get_run(wid)
+        return run if check(run) else None
+
+    return await waiter(probe, timeout_s=timeout_s)
+
+
+def executions(worker, wid: str, name: str) -> int:
+    return sum(1 for e in worker.exec_log(wid) if e["event"] == "step" and e["step"] == name)
+
+
+# ------------------------------------------------------------------------------ observe
+
+
+async def test_observe_maps_running_run_resources_and_pending_interrupt(
+    backend, dbos_worker, waiter
+):
+    wid = dbos_worker.enqueue(plan(step("prepare"), deploy(step("ship"))))
+    interrupt = await pending_interrupt(backend, wid, waiter)
+    run, _ = await observed(backend, wid)
+    assert run is not None
+    assert run.id == f"dbos:local/{wid}" and run.backend == "dbos" and run.context == "local"
+    assert run.state is RunState.RUNNING and run.native_state == "PENDING"
+    assert run.name == "test-agent"
+    assert (run.heartbeat_interval_s, run.heartbeat_timeout_s) == (0.5, 5.0)
+    assert {(r.id, r.kind, r.on_pause, r.state) for r in run.resources} == {
+        ("gpu-0/slice-1", "gpu", "keep", "held"),
+        ("lock/orders", "lock", "release", "held"),
+    }
+    assert run.attempt == 1 and run.preempted is False
+    assert run.interrupts == [interrupt.id]
+    assert interrupt.native_id == f"{wid}/1"
+    assert interrupt.id == f"dbos:local/{wid}#{wid}/1"
+    assert interrupt.title == "Deploy billing to prod?"
+    assert interrupt.action == "deploy"
+    assert interrupt.args == {"service": "billing", "environment": "prod", "canary_percent": 10}
+    assert interrupt.args_schema == SCHEMA
+    assert interrupt.allowed_decisions == [
+        DecisionKind.APPROVE,
+        DecisionKind.EDIT,
+        DecisionKind.REJECT,
+    ]
+    journal = await backend.journal(wid)
+    assert [(s.name, s.status) for s in journal] == [
+        ("prepare", "completed"),
+        ("wait for decision", "in_flight"),
+    ]
+
+    await backend.decide(
+        interrupt, Decision(kind=DecisionKind.APPROVE), idempotency_key="c-1", identity="alice"
+    )
+    done = await run_where(backend, wid, waiter, lambda r: r.state is RunState.COMPLETED)
+    assert done.native_state == "SUCCESS" and done.interrupts == []
+    assert {r.state for r in done.resources} == {"released"}
+    journal = [(s.name, s.status) for s in await backend.journal(wid)]
+    assert journal == [
+        ("prepare", "completed"),
+        ("wait for decision", "completed"),
+        ("record decision (approve)", "completed"),
+        ("ship", "completed"),
+    ]
+    # a finished run is reported by the next poll, then only when it changes again
+    again, interrupts = await observed(backend, wid)
+    assert again is not None and again.state is RunState.COMPLETED and interrupts == []
+    assert (await observed(backend, wid))[0] is None
+
+
+# ------------------------------------------------------------------------------ decide
+
+
+async def test_decide_same_key_twice_and_a_second_gateway_deliver_once(
+    backend, dbos_worker, waiter
+):
+    wid = dbos_worker.enqueue(plan(deploy(step("ship"))))
+    interrupt = await pending_interrupt(backend, wid, waiter)
+    edit = Decision(kind=DecisionKind.EDIT, args={"service": "billing", "environment": "staging"})
+    # a retried command (same idempotency key) and a second gateway deciding differently,
+    # both before the agent consumed the first decision
+    await backend.decide(interrupt, edit, idempotency_key="cmd-1", identity="alice")
+    await backend.decide(interrupt, edit, idempotency_key="cmd-1", identity="alice")
+    with pytest.raises(Conflict):
+        await backend.decide(
+            interrupt, Decision(kind=DecisionKind.REJECT), idempotency_key="cmd-2", identity="bob"
+        )
+    other = open_backend(f"dbos+sqlite:///{dbos_worker.db}", MemoryPauseLedger())
+    await other.start()
+    try:
+        try:
+            await other.decide(
+                interrupt, Decision(kind=DecisionKind.APPROVE), idempotency_key="x", identity="eve"
+            )
+        except Conflict:
+            pass  # the agent already consumed the first decision: also fine
+        await run_where(backend, wid, waiter, lambda r: r.state is RunState.COMPLETED)
+        with pytest.raises(Conflict):
+            await other.decide(
+                interrupt, Decision(kind=DecisionKind.APPROVE), idempotency_key="y", identity="eve"
+            )
+    finally:
+        await other.close()
+    decisions = [e for e in dbos_worker.exec_log(wid) if e["event"] == "decision"]
+    assert len(decisions) == 1
+    assert decisions[0]["type"] == "edit" and decisions[0]["by"] == "alice"
+    assert decisions[0]["command_id"] == "cmd-1"
+    ships = [e for e in dbos_worker.exec_log(wid) if e["event"] == "step"]
+    assert [(e["step"], e["args"]["environment"]) for e in ships] == [("ship", "staging")]
+
+
+async def test_edit_with_args_failing_the_schema_is_invalid_and_not_delivered(
+    backend, dbos_worker, waiter
+):
+    wid = dbos_worker.enqueue(plan(deploy(step("ship"))))
+    interrupt = await pending_interrupt(backend, wid, waiter)
+    bad = Decision(kind=DecisionKind.EDIT, args={"service": "billing", "environment": "moon"})
+    with pytest.raises(InvalidInput, match="environment"):
+        await backend.decide(interrupt, bad, idempotency_key="b-1", identity="alice")
+    missing = Decision(kind=DecisionKind.EDIT, args={"environment": "prod"})
+    with pytest.raises(InvalidInput, match="'service' is a required property"):
+        await backend.decide(interrupt, missing, idempotency_key="b-2", identity="alice")
+    with pytest.raises(InvalidInput, match="not allowed"):
+        await backend.decide(
+            interrupt, Decision(kind=DecisionKind.RESPOND, response="hi"), idempotency_key="b-3",
+            identity="alice",
+        )  # fmt: skip
+    await asyncio.sleep(1.0)
+    run, interrupts = await observed(backend, wid)
+    assert run is not None and [i.native_id for i in interrupts] == [interrupt.native_id]
+    assert [e for e in dbos_worker.exec_log(wid) if e["event"] == "decision"] == []
+    await backend.cancel(wid, reason="test cleanup", identity="alice")
+
+
+# ------------------------------------------------------------------------ pause / resume
+
+
+async def test_pause_releases_lock_keeps_gpu_and_resume_replays_completed_steps(
+    backend, dbos_worker, agent_channel, waiter
+):
+    wid = dbos_worker.enqueue(plan(step("fetch"), step("plan"), step("train", 2.0), step("report")))
+    await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "train")
+    outcome = await backend.pause(wid, reason="GPU needed elsewhere", identity="alice")
+    assert outcome.operations == [
+        "update_workflow_attributes(irq.intent=pause)",
+        "cancel_workflow",
+    ]
+    run = await backend.get_run(wid)
+    assert run.state is RunState.PAUSED and run.native_state == "CANCELLED"
+    assert run.in_flight_step == "train"  # re-runs on resume
+    # the agent notices at the end of its step, releases the lock and keeps the GPU
+    run = await run_where(backend, wid, waiter, lambda r: r.details.get("agent_phase") == "paused")
+    assert {r.id: r.state for r in run.resources} == {
+        "gpu-0/slice-1": "held",
+        "lock/orders": "released",
+    }
+    board = sorted(p.name for p in Path(dbos_worker.board).iterdir())
+    assert any("gpu-0" in name for name in board) and not any("lock" in n for n in board)
+    released = [e["id"] for e in dbos_worker.exec_log(wid) if e["event"] == "release"]
+    assert released == ["lock/orders"]
+    final = await waiter(lambda: [b for b in agent_channel.beats(wid) if b["phase"] == "paused"])
+    assert {r["id"]: r["state"] for r in final[-1]["resources"]} == {
+        "gpu-0/slice-1": "held",
+        "lock/orders": "released",
+    }
+    journal = {s.name: s.status for s in await backend.journal(wid)}
+    assert journal == {"fetch": "completed", "plan": "completed", "train": "in_flight"}
+    seen, _ = await observed(backend, wid)  # paused runs are in every observation
+    assert seen is not None and seen.state is RunState.PAUSED and seen.in_flight_step == "train"
+    assert (await backend.pause(wid, reason="again", identity="alice")).detail == "already paused"
+
+    await backend.resume(wid, reason="GPU free again", identity="alice")
+    done = await run_where(backend, wid, waiter, lambda r: r.state is RunState.COMPLETED)
+    assert done.attempt == 1 and not done.preempted
+    assert [executions(dbos_worker, wid, s) for s in ("fetch", "plan", "train", "report")] == [
+        1,
+        1,
+        2,  # in flight at the pause: at-least-once
+        1,
+    ]
+    reserves = [e["id"] for e in dbos_worker.exec_log(wid) if e["event"] == "reserve"]
+    assert reserves.count("lock/orders") == 2  # re-acquired by the resumed execution
+    await waiter(lambda: agent_channel.beats(wid)[-1]["phase"] == "completed")
+    assert "running" in {b["phase"] for b in agent_channel.beats(wid)}
+    assert agent_channel.authorizations[0] == "Bearer test-agent-token"
+
+
+async def test_resume_refuses_a_live_pending_run_unless_lost(backend, dbos_worker, waiter):
+    wid = dbos_worker.enqueue(plan(step("long", 3.0)))
+    await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "long")
+    with pytest.raises(Conflict, match="runs? .*twice|twice"):
+        await backend.resume(wid, reason="oops", identity="alice")
+    await backend.cancel(wid, reason="cleanup", identity="alice")
+
+
+# ------------------------------------------------------------------------------- cancel
+
+
+async def test_cancel_releases_everything_not_kept_on_cancel(backend, dbos_worker, waiter):
+    wid = dbos_worker.enqueue(
+        plan(step("a"), step("b", 1.5), step("c"), resources=[GPU, LOCK, BUDGET])
+    )
+    await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "b")
+    await backend.cancel(wid, reason="wrong task", identity="alice")
+    run = await run_where(
+        backend, wid, waiter, lambda r: r.details.get("agent_phase") == "cancelled"
+    )
+    assert run.state is RunState.CANCELLED and run.native_state == "CANCELLED"
+    assert {r.id: r.state for r in run.resources} == {
+        "gpu-0/slice-1": "released",
+        "lock/orders": "released",
+        "budget/tokens": "held",  # on_cancel=keep
+    }
+    assert executions(dbos_worker, wid, "c") == 0
+    seen, _ = await observed(backend, wid)
+    assert seen is None or seen.state is RunState.CANCELLED
+    assert (await backend.cancel(wid, reason="again", identity="alice")).detail == (
+        "already cancelled"
+    )
+    with pytest.raises(Conflict):
+        await backend.resume(wid, reason="no", identity="alice")
+    with pytest.raises(Conflict):
+        await backend.pause(wid, reason="no", identity="alice")
+
+
+async def test_cancel_of_a_paused_run_lets_the_agent_release_what_it_kept(
+    backend, dbos_worker, waiter
+):
+    wid = dbos_worker.enqueue(plan(step("a", 0.8), step("b")))
+    await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "a")
+    await backend.pause(wid, reason="hold", identity="alice")
+    await run_where(backend, wid, waiter, lambda r: r.details.get("agent_phase") == "paused")
+    outcome = await backend.cancel(wid, reason="drop it", identity="alice")
+    assert "resume_workflow (cleanup)" in outcome.operations
+    run = await run_where(
+        backend,
+        wid,
+        waiter,
+        lambda r: r.native_state == "CANCELLED" and r.details.get("agent_phase") == "cancelled",
+    )
+    assert run.state is RunState.CANCELLED
+    assert {r.id: r.state for r in run.resources} == {
+        "gpu-0/slice-1": "released",
+        "lock/orders": "released",
+    }
+    assert not any(Path(dbos_worker.board).iterdir()) or not any(
+        wid in p.read_text() for p in Path(dbos_worker.board).iterdir()
+    )
+    assert executions(dbos_worker, wid, "b") == 0  # the cleanup execution ran no step
+
+
+async def test_terminate_is_unsupported_and_capabilities_say_why(backend):
+    caps = backend.capabilities()
+    assert not caps.supports(Action.TERMINATE) and caps.native_heartbeats is False
+    assert "no kill" in caps.actions[Action.TERMINATE].meaning
+    assert caps.actions[Action.PAUSE].native is False
+    with pytest.raises(Unsupported):
+        await backend.terminate("whatever", reason="", identity="alice")
+
+
+# -------------------------------------------------------------------- crash / recovery
+
+
+async def test_sigkilled_worker_leaves_run_pending_and_recovery_marks_it_preempted(
+    dbos_worker_factory, tmp_path, waiter
+):
+    # its own database: every worker on a database serves every queue registered in it
+    worker = dbos_worker_factory("w-crash", root=tmp_path)
+    backend = open_backend(f"dbos+sqlite:///{worker.db}", MemoryPauseLedger())
+    await backend.start()
+    wid = worker.enqueue(plan(step("one"), step("two", 2.0), step("three")))
+    await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "two")
+    worker.kill()
+    run = await backend.get_run(wid)
+    assert run.state is RunState.RUNNING and run.native_state == "PENDING"  # DBOS cannot tell
+    assert run.in_flight_step == "two"
+    worker.start()  # same executor id and application version: DBOS recovers the run
+    done = await run_where(backend, wid, waiter, lambda r: r.state is RunState.COMPLETED, 30)
+    assert done.preempted is True and done.attempt == 2
+    assert done.details["executor_id"] == "w-crash" and done.details["recoveries"] == 1
+    assert [executions(worker, wid, s) for s in ("one", "two", "three")] == [1, 2, 1]
+    worker.stop()
+    await backend.close()
+
+
+# ------------------------------------------------------------------------ error mapping
+
+
+async def test_unknown_workflow_id_is_not_found_for_every_operation(backend):
+    with pytest.raises(NotFound):
+        await backend.get_run("no-such-workflow")
+    with pytest.raises(NotFound):
+        await backend.journal("no-such-workflow")
+    for op in (backend.pause, backend.resume, backend.cancel):
+        with pytest.raises(NotFound):
+            await op("no-such-workflow", reason="", identity="alice")
+    ghost = Interrupt(
+        id="dbos:local/no-such-workflow#no-such-workflow/1",
+        run_id="dbos:local/no-such-workflow",
+        native_id="no-such-workflow/1",
+        title="?",
+    )
+    with pytest.raises(NotFound):
+        await backend.decide(
+            ghost, Decision(kind=DecisionKind.APPROVE), idempotency_key="k", identity="alice"
+        )
+
+
+@pytest.mark.parametrize("kind", ["missing", "garbage", "empty-sqlite", "directory"])
+async def test_bad_database_is_unreachable_not_a_crash(tmp_path, kind):
+    path = tmp_path / "sys.db"
+    if kind == "garbage":
+        path.write_bytes(b"this is not a database\x00" * 100)
+    elif kind == "empty-sqlite":
+        import sqlite3
+
+        sqlite3.connect(path).execute("create table t (x)").connection.close()
+    elif kind == "directory":
+        path.mkdir()
+    backend = open_backend(f"dbos+sqlite:///{path}", MemoryPauseLedger())
+    try:
+        with pytest.raises(Unreachable) as err:
+            await backend.start()
+        with pytest.raises(Unreachable):
+            await backend.observe()
+        with pytest.raises(Unreachable):
+            await backend.get_run("x")
+    finally:
+        await backend.close()
+    assert str(path) in err.value.message or "not a" in err.value.message
+    if kind == "missing":
+        assert not path.exists(), "the adapter must never create a database file"
+
+
+async def test_unreachable_postgres_is_unreachable():
+    backend = open_backend(
+        "dbos+postgresql://nobody:secret@127.0.0.1:1/nothing?call_timeout_s=10",
+        MemoryPauseLedger(),
+    )
+    try:
+        with pytest.raises(Unreachable) as err:
+            await backend.start()
+    finally:
+        await backend.close()
+    assert "secret" not in err.value.message and "secret" not in backend.url

@@ -1,0 +1,88 @@
+"""The demo fleet supervisor: real agents, a preemption with recovery, a clean stop by pid."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from backend_adapters.base import MemoryPauseLedger
+from backend_adapters.registry import open_backend
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_fleet_runs_agents_preempts_a_worker_and_stops_its_children(
+    tmp_path, agent_channel, waiter
+):
+    db = tmp_path / "fleet.db"
+    output = tmp_path / "fleet.out"
+    with output.open("wb") as out:
+        fleet = subprocess.Popen(
+            [
+                sys.executable, "-m", "console.demo.fleet", "--db", str(db),
+                "--agents", "8", "--workers", "2", "--preempt-every", "7",
+                "--downtime", "2", "--step-scale", "0.3",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "IRQ_AGENT_URL": agent_channel.url, "IRQ_AGENT_TOKEN": "t"},
+            stdout=out,
+            stderr=out,
+        )  # fmt: skip
+    backend = None
+    try:
+        await waiter(lambda: db.exists(), timeout_s=20)
+        backend = open_backend(f"dbos+sqlite:///{db}", MemoryPauseLedger())
+        await waiter(_started(backend))
+
+        async def lanes():
+            runs = (await backend.observe()).runs
+            return runs if len({r.native_id.rsplit("-", 1)[0] for r in runs}) >= 8 else None
+
+        runs = await waiter(lanes, timeout_s=25)
+        assert {r.details["app_version"] for r in runs} == {"irq-demo-1"}
+        kinds = {r.native_id.split("-")[0] for r in runs}
+        assert {"release", "outreach", "db", "research"} <= kinds
+
+        async def recovered():
+            return [r for r in (await backend.observe()).runs if r.preempted]
+
+        await waiter(recovered, timeout_s=30, interval_s=0.5)
+        assert b"preempted demo-worker-1 (SIGKILL" in output.read_bytes()
+        beating = {f["native_id"] for f in agent_channel.frames if f.get("type") == "heartbeat"}
+        assert len(beating) >= 8
+    finally:
+        if backend is not None:
+            await backend.close()
+        text = output.read_text(errors="replace")
+        workers = [int(line.split("(pid ")[1].split(")")[0]) for line in text.splitlines()
+                   if line.startswith("[fleet] started")]  # fmt: skip
+        os.kill(fleet.pid, signal.SIGTERM)
+        fleet.wait(20)
+    assert fleet.returncode == 0
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert workers and not any(_alive(pid) for pid in workers)
+
+
+def _started(backend):
+    async def probe():
+        try:
+            await backend.start()
+        except Exception:
+            return False
+        return True
+
+    return probe
