@@ -418,14 +418,16 @@ class LiveSession:
                 continue
             self.client = client
             attempts = 0
-            await self._emit(self.on_status, ConnectionStatus("live", client.server))
-            while not self._stop.is_set():
-                batch = await self._next(client)
-                if batch is None:
-                    break
-                await self._emit(self.on_update, self.view, batch)
-            self.client = None
-            await client.close()
+            try:
+                await self._emit(self.on_status, ConnectionStatus("live", client.server))
+                while not self._stop.is_set():
+                    batch = await self._next(client)
+                    if batch is None:
+                        break
+                    await self._emit(self.on_update, self.view, batch)
+            finally:  # also when the task is cancelled: never leave the socket half-open
+                self.client = None
+                await client.close()
             if not self._stop.is_set():
                 attempts += 1
                 await self._emit(
@@ -439,11 +441,14 @@ class LiveSession:
     async def _next(self, client: GatewayClient) -> list[dict[str, Any]] | None:
         stop = asyncio.ensure_future(self._stop.wait())
         upd = asyncio.ensure_future(client.updates())
-        done, _ = await asyncio.wait({stop, upd}, return_when=asyncio.FIRST_COMPLETED)
-        if upd in done:
+        try:
+            done, _ = await asyncio.wait({stop, upd}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
             stop.cancel()
+            if not upd.done():
+                upd.cancel()
+        if upd in done:
             return upd.result()
-        upd.cancel()
         return None
 
     async def _sleep(self, seconds: float) -> None:

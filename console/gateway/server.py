@@ -84,7 +84,7 @@ class Gateway:
         self._server = await serve(
             self._handle, self.settings.host, self.settings.port,
             process_request=self._process_request, max_size=HARD_FRAME_LIMIT, ssl=ssl_ctx,
-            ping_interval=20, ping_timeout=20, server_header=SERVER_NAME,
+            ping_interval=20, ping_timeout=20, close_timeout=2, server_header=SERVER_NAME,
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]

@@ -1,0 +1,198 @@
+"""``irq pause|resume|cancel|terminate RUN...``: list what is affected and the plan, confirm
+(default No), act, print a per-item result table, suggest the next command."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from console.cli.exits import ExitCode, fail
+from console.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    hint,
+    stderr_console,
+    stdout_console,
+    suggest,
+)
+from console.cli.results import print_results, render_plan
+from console.cli.session import (
+    ContextOption,
+    TokenOption,
+    UrlOption,
+    connection_of,
+    expand_run_ids,
+    read_only_guard,
+    with_gateway,
+)
+
+if TYPE_CHECKING:
+    from console.client import GatewayClient
+    from console.config import Connection
+    from console.model import CommandResult
+
+ACTION_HELP: dict[str, str] = {
+    "pause": "Pause runs: resumable; resources with on_pause=keep stay reserved, the rest are "
+    "released.",
+    "resume": "Resume paused runs from their last journaled step.",
+    "cancel": "Cancel runs: terminal and graceful; every resource is released unless "
+    "on_cancel=keep.",
+    "terminate": "Terminate runs: terminal, no cleanup; held resources may leak.",
+}
+
+RunsArgument = Annotated[
+    list[str],
+    typer.Argument(
+        help="Run ids, or unambiguous prefixes/suffixes of them.",
+        show_default=False,
+        metavar="RUN...",
+    ),
+]
+ReasonOption = Annotated[
+    str, typer.Option("--reason", "-r", help="Why (recorded in the audit trail).")
+]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print the action plan and change nothing.")
+]
+KeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--key",
+        help="Idempotency key: repeating a command with the same key never applies it twice.",
+    ),
+]
+
+
+def interactive() -> bool:
+    """Whether we may ask the operator (stdin is a terminal)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@dataclass
+class Preview:
+    targets: list[str]
+    plan: dict[str, Any]
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+async def _preview(client: GatewayClient, action: str, queries: list[str]) -> Preview:
+    targets = expand_run_ids(client.view, queries)
+    plan = await client.query("plan", action=action, targets=targets)
+    if not isinstance(plan, dict):
+        fail(ExitCode.FAILED, f"the gateway answered nonsense to a {action} plan query")
+    planned = set(plan.get("targets") or [])
+    unknown = [t for t in targets if t not in planned and t not in client.view.runs]
+    if unknown:
+        fail(
+            ExitCode.NOT_FOUND,
+            "no such run: " + ", ".join(unknown),
+            hint="list them with `irq runs`",
+        )
+    runs = {t: client.view.runs[t].contract() for t in targets if t in client.view.runs}
+    return Preview(targets, plan, runs)
+
+
+def _next_steps(action: str, targets: list[str], results: list[CommandResult]) -> list[str]:
+    applied = [r.target for r in results if r.outcome == "applied"]
+    one = applied[0] if len(applied) == 1 else None
+    if not applied:
+        return ["irq runs"] if any(r.error == "not_found" for r in results) else []
+    if action == "pause":
+        return [
+            f"irq show {one}" if one else "irq runs --state paused",
+            f"irq resume {' '.join(applied)}",
+        ]
+    if action == "resume":
+        return [f"irq show {one}" if one else "irq runs"]
+    return [f"irq audit --target {one}" if one else "irq audit", "irq runs"]
+
+
+def run_action(
+    conn: Connection,
+    action: str,
+    runs: list[str],
+    *,
+    reason: str,
+    yes: bool,
+    dry_run: bool,
+    key: str | None,
+    output: OutputFormat,
+) -> None:
+    if not dry_run:
+        read_only_guard(conn, action)
+        if not yes and not interactive():
+            fail(
+                ExitCode.USAGE,
+                f"refusing to {action} without confirmation: stdin is not a terminal",
+                hint="pass --yes to confirm, or --dry-run to see the plan",
+            )
+
+    if dry_run:
+        preview = with_gateway(conn, lambda c: _preview(c, action, runs))
+        emit(
+            output,
+            preview.plan,
+            lambda: render_plan(preview.plan, stdout_console(), runs=preview.runs),
+        )
+        if output is OutputFormat.TEXT:
+            suggest([f"irq {action} {' '.join(preview.targets)} --reason TEXT"])
+        return
+
+    if not yes:
+        preview = with_gateway(conn, lambda c: _preview(c, action, runs))
+        render_plan(preview.plan, stderr_console(), runs=preview.runs)
+        if not typer.confirm(f"{action} {len(preview.targets)} run(s)?", default=False, err=True):
+            hint("nothing done")
+            raise typer.Exit(int(ExitCode.FAILED))
+        queries = preview.targets
+    else:
+        queries = runs
+
+    async def act(client: GatewayClient) -> list[CommandResult]:
+        targets = expand_run_ids(client.view, queries)
+        return await client.command(action, targets, reason=reason, key=key)
+
+    results = with_gateway(conn, act)
+    code = print_results(results, output)
+    if output is OutputFormat.TEXT:
+        suggest(_next_steps(action, queries, results))
+    if code is not ExitCode.OK:
+        raise typer.Exit(int(code))
+
+
+def make_action_command(action: str) -> Callable[..., None]:
+    def command(
+        ctx: typer.Context,
+        runs: RunsArgument,
+        reason: ReasonOption = "",
+        yes: YesOption = False,
+        dry_run: DryRunOption = False,
+        key: KeyOption = None,
+        output: OutputOption = OutputFormat.TEXT,
+        url: UrlOption = None,
+        token: TokenOption = None,
+        context: ContextOption = None,
+    ) -> None:
+        run_action(
+            connection_of(ctx, url, token, context),
+            action,
+            runs,
+            reason=reason,
+            yes=yes,
+            dry_run=dry_run,
+            key=key,
+            output=output,
+        )
+
+    command.__name__ = f"{action}_command"
+    command.__doc__ = ACTION_HELP[action]
+    return command

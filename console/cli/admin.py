@@ -1,0 +1,242 @@
+"""Running and securing a gateway: ``irq serve`` and ``irq token create|list``."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import logging
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from console.cli.exits import ExitCode, diagnose, fail
+from console.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    esc,
+    fmt_time,
+    hint,
+    make_table,
+    print_table,
+)
+from console.cli.session import global_options
+
+# -------------------------------------------------------------------------------- serve
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+def context_backends(context: str | None) -> tuple[str, list[str]]:
+    """(context name, backend URLs) of the chosen or current context in the config file."""
+
+    from console.config import ConfigError, load_config
+
+    try:
+        ctx = load_config().context(context or os.environ.get("IRQ_CONTEXT") or None)
+    except ConfigError as exc:
+        fail(ExitCode.USAGE, str(exc))
+    return ctx.name, list(ctx.backends)
+
+
+def serve_command(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="TCP port.")] = 7433,
+    backend: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--backend",
+            "-b",
+            help="Backend URL (repeatable), e.g. dbos+sqlite:///PATH, "
+            "temporal+http://HOST:PORT/NAMESPACE. Default: the context's backends.",
+            show_default=False,
+        ),
+    ] = None,
+    cert: Annotated[
+        Path | None,
+        typer.Option("--cert", exists=True, dir_okay=False, help="TLS certificate (wss://)."),
+    ] = None,
+    key: Annotated[
+        Path | None,
+        typer.Option("--key", exists=True, dir_okay=False, help="TLS private key (wss://)."),
+    ] = None,
+    log_level: Annotated[
+        LogLevel, typer.Option("--log-level", help="Gateway log verbosity (stderr).")
+    ] = LogLevel.INFO,
+) -> None:
+    """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
+    import asyncio
+
+    from backend_adapters.registry import BackendURLError, parse_backend_url
+    from console.gateway.auth import tokens_path
+    from console.gateway.settings import GatewaySettings
+
+    if (cert is None) != (key is None):
+        fail(ExitCode.USAGE, "--cert and --key go together (both for wss://, neither for ws://)")
+    if backend:
+        urls, source = list(backend), "--backend"
+    else:
+        name, urls = context_backends(global_options(ctx).context)
+        source = f"context {name!r}"
+    for url in urls:
+        try:
+            parse_backend_url(url)
+        except BackendURLError as exc:
+            fail(ExitCode.USAGE, str(exc))
+
+    settings = GatewaySettings(host=host, port=port, backends=urls, certfile=cert, keyfile=key)
+    try:
+        from console.gateway.server import run_gateway
+    except ImportError as exc:
+        fail(ExitCode.FAILED, f"the gateway server is not available in this installation: {exc}")
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=log_level.value.upper(),
+            stream=sys.stderr,
+            format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        )
+    if log_level is not LogLevel.DEBUG:
+        # one line per CLI connection is noise at info level
+        logging.getLogger("websockets.server").setLevel(logging.WARNING)
+    shown = ", ".join(_display_backend(u) for u in urls) or "none"
+    diagnose(f"gateway on {settings.url} (home {settings.home}); backends from {source}: {shown}")
+    if not _has_tokens(tokens_path(settings.home)):
+        hint(
+            "  no tokens yet: every client will be refused; create one with "
+            "`irq token create --role operator`"
+        )
+    try:
+        asyncio.run(run_gateway(settings))
+    except KeyboardInterrupt:
+        pass
+    except BackendURLError as exc:
+        fail(ExitCode.USAGE, str(exc))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                ExitCode.FAILED,
+                f"cannot listen on {host}:{port}: the port is in use",
+                hint="pick another with --port",
+            )
+        fail(ExitCode.FAILED, f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+def _display_backend(url: str) -> str:
+    """``kind:context location`` without credentials (and without the query string)."""
+    from backend_adapters.registry import parse_backend_url
+
+    parsed = parse_backend_url(url)
+    location = url.split("+", 1)[1].split("?", 1)[0]
+    if "@" in location:  # user:password@host: show the adapter's credential-free form
+        location = parsed.display
+    return f"{parsed.kind}:{parsed.context} {location}"
+
+
+def _has_tokens(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(data, list) and bool(data)
+
+
+# -------------------------------------------------------------------------------- tokens
+
+token_app = typer.Typer(
+    help="Bearer tokens (stored hashed under IRQ_HOME; a running gateway accepts new ones "
+    "at once).",
+    no_args_is_help=True,
+)
+
+
+class TokenRole(StrEnum):
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+    AGENT = "agent"
+
+
+def _token_entries(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, json.JSONDecodeError) as exc:
+        fail(ExitCode.FAILED, f"cannot read the token store {path}: {exc}")
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+
+
+@token_app.command("create")
+def token_create_command(
+    role: Annotated[
+        TokenRole,
+        typer.Option(
+            "--role",
+            help="viewer (read only) < operator (act and decide) < admin; agent: heartbeats "
+            "on the agent channel only.",
+            case_sensitive=False,
+            show_default=False,
+        ),
+    ],
+    name: Annotated[
+        str | None, typer.Option("--name", help="Identity recorded in the audit trail.")
+    ] = None,
+    output: OutputOption = OutputFormat.TEXT,
+) -> None:
+    """Create a token and print it (only its hash is stored)."""
+    from console.gateway.auth import create_token, tokens_path
+    from console.model import Role
+
+    path = tokens_path()
+    try:
+        token = create_token(Role(role.value), name)
+    except (OSError, ValueError) as exc:
+        fail(ExitCode.FAILED, f"cannot create a token in {path}: {exc}")
+    digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+    identity = next(
+        (e.get("identity") for e in _token_entries(path) if e.get("sha256") == digest), name
+    )
+    record = {"token": token, "role": role.value, "identity": identity, "store": str(path)}
+
+    def text() -> None:
+        sys.stdout.write(token + "\n")
+        sys.stdout.flush()
+        diagnose(f"created {role.value} token {identity!r}; its hash is stored in {path}")
+        hint("use it with: export IRQ_TOKEN=<token>  (or --token, or the config file)")
+
+    emit(output, record, text)
+
+
+@token_app.command("list")
+def token_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
+    """List token identities and roles (never the tokens themselves)."""
+    from console.gateway.auth import tokens_path
+
+    path = tokens_path()
+    entries = [
+        {"identity": e.get("identity"), "role": e.get("role"), "created_at": e.get("created_at")}
+        for e in _token_entries(path)
+    ]
+
+    def text() -> None:
+        if not entries:
+            hint(f"no tokens in {path}; create one with `irq token create --role operator`")
+            return
+        table = make_table("identity", "role", "created")
+        for e in entries:
+            table.add_row(esc(e["identity"]), esc(e["role"]), fmt_time(e["created_at"]))
+        print_table(table)
+
+    emit(output, entries, text)

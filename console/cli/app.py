@@ -1,0 +1,119 @@
+"""The ``irq`` command (typer). Never imports Textual; heavy imports live inside commands.
+
+Exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 conflict, 5 unauthorized or forbidden,
+6 gateway or backend unreachable. Data on stdout, diagnostics on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from console.cli import actions, admin, decisions, launch, runs
+from console.cli.session import GlobalOptions
+
+app = typer.Typer(
+    name="irq",
+    help="Operations console for interrupt and preemption management of agent workloads.\n\n"
+    "Without a subcommand, opens the terminal UI.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(version("irq"))
+        except PackageNotFoundError:
+            print("unknown")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            envvar="IRQ_URL",
+            show_default="ws://127.0.0.1:7433",
+            help="Gateway URL (ws:// or wss://).",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", envvar="IRQ_TOKEN", show_default=False, help="Bearer token."),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            "-c",
+            envvar="IRQ_CONTEXT",
+            show_default=False,
+            help="Context from the config file (default: its current_context).",
+        ),
+    ] = None,
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = None,
+) -> None:
+    """Operations console for interrupt and preemption management of agent workloads."""
+    ctx.obj = GlobalOptions(url=url, token=token, context=context)
+    if ctx.invoked_subcommand is not None or ctx.resilient_parsing:
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
+    if not launch.open_tui(ctx.obj.connection()):
+        raise typer.Exit()
+
+
+# read
+app.command("runs", rich_help_panel="Observe")(runs.runs_command)
+app.command("show", rich_help_panel="Observe")(runs.show_command)
+app.command("inbox", rich_help_panel="Observe")(runs.inbox_command)
+app.command("watch", rich_help_panel="Observe")(runs.watch_command)
+app.command("audit", rich_help_panel="Observe")(runs.audit_command)
+# act on runs
+for _action in ("pause", "resume", "cancel", "terminate"):
+    app.command(_action, rich_help_panel="Act on runs")(actions.make_action_command(_action))
+# decide interrupts
+app.command("approve", rich_help_panel="Decide interrupts")(decisions.approve_command)
+app.command("edit", rich_help_panel="Decide interrupts")(decisions.edit_command)
+app.command("reject", rich_help_panel="Decide interrupts")(decisions.reject_command)
+app.command("respond", rich_help_panel="Decide interrupts")(decisions.respond_command)
+# run
+app.command("tui", rich_help_panel="Run")(launch.tui_command)
+app.command("demo", rich_help_panel="Run")(launch.demo_command)
+app.command("serve", rich_help_panel="Run")(admin.serve_command)
+app.add_typer(admin.token_app, name="token", rich_help_panel="Run")
+
+
+def main() -> None:
+    """Console-script entry point: never a traceback unless IRQ_DEBUG is set."""
+    try:
+        app(prog_name="irq")
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if os.environ.get("IRQ_DEBUG"):
+            raise
+        print(f"irq: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("  hint: set IRQ_DEBUG=1 to see the traceback", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""Talking to the gateway from a command: resolving the connection, one-shot clients,
+gateway errors as exit codes, and expanding short run / interrupt ids from the snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+
+from console.cli.exits import ExitCode, fail, fail_from_error
+
+if TYPE_CHECKING:
+    from console.client import FleetView, GatewayClient
+    from console.config import Connection
+
+T = TypeVar("T")
+
+
+@dataclass
+class GlobalOptions:
+    """The options given before the subcommand (``irq --url … runs``)."""
+
+    url: str | None = None
+    token: str | None = None
+    context: str | None = None
+
+    def connection(self) -> Connection:
+        from console.config import ConfigError, resolve_connection
+
+        try:
+            return resolve_connection(url=self.url, token=self.token, context=self.context)
+        except ConfigError as exc:
+            fail(ExitCode.USAGE, str(exc))
+
+
+def global_options(ctx: typer.Context) -> GlobalOptions:
+    root = ctx.find_root()
+    obj = root.obj if isinstance(root.obj, GlobalOptions) else None
+    return obj or GlobalOptions()
+
+
+# The connection options are accepted after the subcommand too (``irq runs --url …``);
+# there they win over the ones given before it. Environment variables apply at the root.
+_PANEL = "Connection"
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url", help="Gateway URL (also IRQ_URL).", rich_help_panel=_PANEL, show_default=False
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token", help="Bearer token (also IRQ_TOKEN).", rich_help_panel=_PANEL, show_default=False
+    ),
+]
+ContextOption = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        "-c",
+        help="Context from the config file (also IRQ_CONTEXT).",
+        rich_help_panel=_PANEL,
+        show_default=False,
+    ),
+]
+
+
+def connection_of(
+    ctx: typer.Context,
+    url: str | None = None,
+    token: str | None = None,
+    context: str | None = None,
+) -> Connection:
+    """flag after the subcommand > flag before it > env > config file > default."""
+    root = global_options(ctx)
+    return GlobalOptions(
+        url=url or root.url, token=token or root.token, context=context or root.context
+    ).connection()
+
+
+def with_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitable[T]]) -> T:
+    """Connect (one-shot: snapshot, no event stream), run ``work``, close.
+
+    Gateway errors become clear messages and exit codes; never a traceback.
+    """
+    from console.client import GatewayClient, GatewayError
+
+    async def session() -> T:
+        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=False)
+        await client.connect()
+        try:
+            return await work(client)
+        finally:
+            await client.close()
+
+    try:
+        return asyncio.run(session())
+    except GatewayError as exc:
+        fail_from_error(exc)
+
+
+def read_only_guard(conn: Connection, what: str) -> None:
+    """Refuse mutations from a context marked ``read_only`` in the config file."""
+    if conn.read_only:
+        fail(
+            ExitCode.UNAUTHORIZED,
+            f"context {conn.context!r} is read-only: refusing to {what}",
+            hint="use another context (--context) or set read_only = false in the config file",
+        )
+
+
+# ------------------------------------------------------------------------- id expansion
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    aliases: tuple[str, ...] = ()
+
+
+def _run_id_like(value: str) -> bool:
+    from console.model import split_run_id
+
+    try:
+        split_run_id(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _interrupt_id_like(value: str) -> bool:
+    run_id, sep, native = value.partition("#")
+    return bool(sep and native) and _run_id_like(run_id)
+
+
+def expand_id(
+    query: str,
+    candidates: Iterable[Candidate],
+    *,
+    noun: str,
+    looks_complete: Callable[[str], bool],
+    list_command: str,
+) -> str:
+    """The one id ``query`` names: exact id, exact alias (native id), then a unique prefix
+    or suffix. Ambiguity exits 2 listing the candidates; no match exits 3, unless ``query``
+    is a complete id (the gateway may know runs its snapshot does not list)."""
+    pool = list(candidates)
+    tiers: list[Callable[[Candidate], bool]] = [
+        lambda c: c.id == query,
+        lambda c: query in c.aliases,
+        lambda c: (
+            c.id.startswith(query)
+            or c.id.endswith(query)
+            or any(a.startswith(query) for a in c.aliases)
+        ),
+    ]
+    for matches_tier in tiers:
+        found = sorted({c.id for c in pool if matches_tier(c)})
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            shown = "\n".join(f"    {f}" for f in found[:10])
+            more = f"\n    … and {len(found) - 10} more" if len(found) > 10 else ""
+            fail(
+                ExitCode.USAGE,
+                f"{query!r} matches {len(found)} {noun}s; give more of the id:\n{shown}{more}",
+            )
+    if looks_complete(query):
+        return query
+    fail(
+        ExitCode.NOT_FOUND, f"no {noun} matches {query!r}", hint=f"list them with `{list_command}`"
+    )
+
+
+def expand_run_id(view: FleetView, query: str) -> str:
+    return expand_id(
+        query,
+        (Candidate(r.id, (r.native_id,)) for r in view.runs.values()),
+        noun="run",
+        looks_complete=_run_id_like,
+        list_command="irq runs",
+    )
+
+
+def expand_interrupt_id(view: FleetView, query: str) -> str:
+    candidates = []
+    for intr in view.interrupts.values():
+        run_native = intr.run_id.partition("/")[2]
+        candidates.append(Candidate(intr.id, (intr.native_id, f"{run_native}#{intr.native_id}")))
+    return expand_id(
+        query,
+        candidates,
+        noun="interrupt",
+        looks_complete=_interrupt_id_like,
+        list_command="irq inbox",
+    )
+
+
+def expand_run_ids(view: FleetView, queries: Iterable[str]) -> list[str]:
+    """Expand every query (in order, without duplicates)."""
+    out: list[str] = []
+    for query in queries:
+        run_id = expand_run_id(view, query)
+        if run_id not in out:
+            out.append(run_id)
+    return out

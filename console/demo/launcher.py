@@ -1,0 +1,666 @@
+"""``irq demo``: a local gateway and a fleet of real DBOS agents, then the TUI.
+
+Everything lives under ``state_dir()/demo`` (``$IRQ_HOME/demo`` when IRQ_HOME is set):
+the fleet's SQLite system database, the subprocess logs, the demo tokens and a lock that
+keeps two demos from sharing one fleet database. The launcher
+
+1. creates an operator token (for you) and an agent token (for the fleet), reusing them on
+   later runs while they are still valid;
+2. writes a ``demo`` context (url, token, backends) into the config file and makes it current
+   unless another context is current;
+3. starts the gateway (``python -m console.cli.app serve``) on port 7433, or a free port when
+   that one is busy, and waits until it answers;
+4. starts the fleet (``python -m console.demo.fleet --db PATH``) with ``IRQ_AGENT_URL`` and
+   ``IRQ_AGENT_TOKEN`` so its agents heartbeat to the gateway;
+5. opens the TUI (or, with ``--no-tui`` or when the TUI is not available, prints how to use
+   the CLI and waits for SIGINT/SIGTERM);
+6. on exit stops every child it started by its pid (SIGTERM, then SIGKILL after a grace
+   period).
+
+Extra fleets on other backends plug in through :data:`EXTENSIONS`: a module that exposes
+``demo_extension(env: DemoEnvironment) -> DemoExtension | None``. The launcher imports it
+only when its requirement (e.g. ``temporalio``) is importable and the module exists, adds the
+extension's backend URLs to the gateway and starts its processes alongside the fleet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import importlib
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from console.config import Context, config_path, load_config, save_config, state_dir
+
+DEMO_CONTEXT = "demo"
+DEFAULT_PORT = 7433
+HOST = "127.0.0.1"
+READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0
+
+#: (name, module that must be importable, module exposing ``demo_extension``)
+EXTENSIONS: list[tuple[str, str, str]] = [
+    ("temporal", "temporalio", "backend_adapters.temporal.demo"),
+]
+
+
+def say(message: str) -> None:
+    """A line on stderr; silently dropped when the terminal is gone (SIGHUP)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(message, file=sys.stderr, flush=True)
+
+
+# -------------------------------------------------------------------------------- paths
+
+
+@dataclass(frozen=True)
+class DemoPaths:
+    root: Path
+
+    @property
+    def db(self) -> Path:
+        return self.root / "fleet.db"
+
+    @property
+    def tokens(self) -> Path:
+        return self.root / "demo-tokens.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "demo.lock"
+
+    def log(self, name: str) -> Path:
+        return self.root / f"{name}.log"
+
+
+def demo_paths() -> DemoPaths:
+    return DemoPaths(state_dir() / "demo")
+
+
+def dbos_backend_url(db: Path) -> str:
+    """``dbos+sqlite:///`` + absolute path (SQLAlchemy's ``sqlite:////abs/path`` form)."""
+    return f"dbos+sqlite:///{db.resolve()}"
+
+
+# -------------------------------------------------------------------------------- ports
+
+
+def port_is_free(port: int, host: str = HOST) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+# ------------------------------------------------------------------------------- tokens
+
+
+@dataclass(frozen=True)
+class DemoTokens:
+    operator: str
+    agent: str
+
+
+def ensure_tokens(paths: DemoPaths) -> DemoTokens:
+    """The demo's operator and agent tokens: reused while the token store accepts them."""
+    from console.gateway.auth import TokenStore, create_token, tokens_path
+    from console.model import Role
+
+    store = TokenStore(tokens_path())
+    saved: dict[str, Any] = {}
+    with contextlib.suppress(OSError, json.JSONDecodeError):
+        loaded = json.loads(paths.tokens.read_text())
+        saved = loaded if isinstance(loaded, dict) else {}
+
+    def valid(token: object, role: Role) -> bool:
+        if not isinstance(token, str):
+            return False
+        principal = store.authenticate(token)
+        return principal is not None and principal.role is role
+
+    operator = saved.get("operator")
+    if not valid(operator, Role.OPERATOR):
+        operator = create_token(Role.OPERATOR, "demo-operator")
+    agent = saved.get("agent")
+    if not valid(agent, Role.AGENT):
+        agent = create_token(Role.AGENT, "demo-agent")
+    assert isinstance(operator, str) and isinstance(agent, str)
+    if saved.get("operator") != operator or saved.get("agent") != agent:
+        tmp = paths.tokens.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"operator": operator, "agent": agent}))
+        tmp.chmod(0o600)
+        tmp.replace(paths.tokens)
+    return DemoTokens(operator=operator, agent=agent)
+
+
+# ------------------------------------------------------------------------------ context
+
+
+def write_demo_context(url: str, token: str, backends: list[str]) -> tuple[bool, str | None]:
+    """Write the ``demo`` context; make it current unless another one is.
+
+    Returns (demo is current, the other current context or None)."""
+    config = load_config()
+    ctx = config.contexts.get(DEMO_CONTEXT) or Context(name=DEMO_CONTEXT)
+    ctx.url, ctx.token, ctx.backends, ctx.read_only = url, token, list(backends), False
+    config.contexts[DEMO_CONTEXT] = ctx
+    other = config.current_context if config.current_context not in (None, DEMO_CONTEXT) else None
+    if other is None:
+        config.current_context = DEMO_CONTEXT
+    save_config(config)
+    return other is None, other
+
+
+# ----------------------------------------------------------------------------- children
+
+
+@dataclass
+class DemoProcess:
+    """One child process of the demo, with its log file."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+    #: polled after start until true (or READY_TIMEOUT_S); None: started is ready
+    ready: Callable[[], bool] | None = None
+    popen: subprocess.Popen[bytes] | None = None
+    exit_reported: bool = False
+    _log_file: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen else None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self._log_file = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
+        self._log_file.write(f"\n--- {time.strftime('%F %T')} {' '.join(self.argv)}\n".encode())
+        self._log_file.flush()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        self.popen = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # own process group: the terminal's ^C does not reach it
+        )
+
+    def exit_code(self) -> int | None:
+        return None if self.popen is None else self.popen.poll()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM its process group, wait ``grace_s``, then SIGKILL what is left."""
+        popen = self.popen
+        if popen is not None:
+            if popen.poll() is None:
+                _signal_group(popen.pid, signal.SIGTERM)
+                try:
+                    popen.wait(grace_s)
+                except subprocess.TimeoutExpired:
+                    say(f"  {self.name} (pid {popen.pid}) did not stop in {grace_s:g}s: SIGKILL")
+            _signal_group(popen.pid, signal.SIGKILL)  # leftovers of its group, if any
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(5)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal the process group our child leads (created with start_new_session)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+# --------------------------------------------------------------------------- extensions
+
+
+@dataclass(frozen=True)
+class DemoEnvironment:
+    """What an extension gets to build its part of the demo."""
+
+    demo_dir: Path
+    gateway_url: str
+    agent_url: str
+    agent_token: str
+    python: str = sys.executable
+
+
+@dataclass
+class DemoExtension:
+    """More backends and processes for the demo (e.g. Temporal server + workers)."""
+
+    name: str
+    backends: list[str] = field(default_factory=list)
+    #: started before the gateway (servers the gateway's adapters connect to)
+    servers: list[DemoProcess] = field(default_factory=list)
+    #: started after the gateway answers (agents that heartbeat to it)
+    agents: list[DemoProcess] = field(default_factory=list)
+
+
+def load_extensions(env: DemoEnvironment) -> list[DemoExtension]:
+    out: list[DemoExtension] = []
+    for name, requirement, module_name in EXTENSIONS:
+        if not _importable(requirement) or not _importable(module_name):
+            continue
+        try:
+            module = importlib.import_module(module_name)
+            hook = getattr(module, "demo_extension", None)
+            extension = hook(env) if callable(hook) else None
+        except Exception as exc:  # noqa: BLE001 - an extension must not break the demo
+            say(f"irq demo: skipping the {name} part of the demo: {type(exc).__name__}: {exc}")
+            continue
+        if isinstance(extension, DemoExtension):
+            out.append(extension)
+    return out
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# ------------------------------------------------------------------------------ waiting
+
+
+def gateway_answers(url: str, token: str) -> str | None:
+    """None when the gateway accepts ``token`` and sends its state; else why not."""
+    from console.client import GatewayClient, GatewayError, Unauthorized
+
+    async def probe() -> None:
+        client = GatewayClient(
+            url, token, client="irq-demo", subscribe=False, open_timeout=2, request_timeout=10
+        )
+        await client.connect()
+        await client.close()
+
+    try:
+        asyncio.run(probe())
+    except Unauthorized as exc:
+        return f"unauthorized: {exc.message}"
+    except GatewayError as exc:
+        return exc.message
+    return None
+
+
+def wait_until(
+    check: Callable[[], str | None], process: DemoProcess, timeout_s: float
+) -> str | None:
+    """Poll ``check`` until it returns None; the last reason when the time runs out or
+    the process dies."""
+    deadline = time.monotonic() + timeout_s
+    reason: str | None = "not started"
+    while time.monotonic() < deadline:
+        code = process.exit_code()
+        if code is not None:
+            return f"{process.name} exited with code {code}"
+        reason = check()
+        if reason is None:
+            return None
+        if reason.startswith("unauthorized"):
+            return reason
+        time.sleep(0.25)
+    return f"{process.name} not ready after {timeout_s:g}s: {reason}"
+
+
+# --------------------------------------------------------------------------------- main
+
+
+class DemoStopped(Exception):
+    """SIGTERM, SIGINT or SIGHUP arrived."""
+
+
+class _Lock:
+    """An exclusive lock on the demo dir: one demo per fleet database."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file: IO[str] | None = None
+
+    def acquire(self) -> str | None:
+        """None when acquired; else who holds it."""
+        self.file = open(self.path, "a+")  # noqa: SIM115 - held for the demo's lifetime
+        try:
+            fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "unknown"
+            self.file.close()
+            self.file = None
+            return holder
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(str(os.getpid()))
+        self.file.flush()
+        return None
+
+    def release(self) -> None:
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self.file.fileno(), fcntl.LOCK_UN)
+            self.file.close()
+            self.file = None
+
+
+def run_demo(*, port: int = DEFAULT_PORT, tui: bool = True, mouse: bool = False) -> int:
+    """Run the demo until the TUI exits or SIGINT/SIGTERM arrives; the exit code."""
+    if not _importable("dbos"):
+        say(
+            "irq demo: the demo fleet runs on DBOS, which is not installed: "
+            "pip install 'irq[dbos]' (or run `make demo`)"
+        )
+        return 1
+    paths = demo_paths()
+    paths.root.mkdir(parents=True, exist_ok=True)
+    lock = _Lock(paths.lock)
+    holder = lock.acquire()
+    if holder is not None:
+        say(
+            f"irq demo: a demo is already running (pid {holder}) on {paths.root}; "
+            "use it with `irq --context demo runs`, or stop it first"
+        )
+        return 1
+
+    children: list[DemoProcess] = []
+    previous = _install_stop_handlers()
+    try:
+        return _run(paths, port, tui, mouse, children)
+    except (DemoStopped, KeyboardInterrupt):
+        return 0
+    finally:
+        _restore_handlers(previous)
+        # ignore further ^C while we clean up: the children must not be orphaned
+        previous = _ignore_stop_signals()
+        try:
+            if children:
+                say(
+                    "irq demo: stopping "
+                    + ", ".join(f"{c.name} (pid {c.pid})" for c in reversed(children) if c.pid)
+                )
+            for child in reversed(children):
+                child.stop()
+        finally:
+            _restore_handlers(previous)
+            lock.release()
+
+
+def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[DemoProcess]) -> int:
+    tokens = ensure_tokens(paths)
+    if not port_is_free(port):
+        chosen = free_port()
+        say(f"irq demo: port {port} is busy; using {chosen}")
+        port = chosen
+    url = f"ws://{HOST}:{port}"
+    env = DemoEnvironment(
+        demo_dir=paths.root, gateway_url=url, agent_url=f"{url}/agent", agent_token=tokens.agent
+    )
+    extensions = load_extensions(env)
+    backends = [dbos_backend_url(paths.db)]
+    for extension in extensions:
+        backends += extension.backends
+
+    current, other = write_demo_context(url, tokens.operator, backends)
+    if not current:
+        say(
+            f"irq demo: context {other!r} stays current; talk to the demo with "
+            f"`irq --context {DEMO_CONTEXT} ...` or IRQ_CONTEXT={DEMO_CONTEXT}"
+        )
+    for var in ("IRQ_URL", "IRQ_TOKEN", "IRQ_CONTEXT"):
+        if os.environ.get(var) and os.environ.get(var) != DEMO_CONTEXT:
+            say(
+                f"irq demo: note: {var} is set in your environment and overrides the demo "
+                "context for the CLI"
+            )
+
+    for extension in extensions:
+        for server in extension.servers:
+            _start(server, children)
+            if server.ready is not None:
+                problem = wait_until(
+                    lambda s=server: None if s.ready and s.ready() else "not ready",
+                    server,
+                    READY_TIMEOUT_S,
+                )
+                if problem:
+                    return _died(server, problem)
+
+    gateway = DemoProcess(
+        name="gateway",
+        argv=[sys.executable, "-m", "console.cli.app", "serve", "--host", HOST, "--port", str(port)]
+        + [a for b in backends for a in ("--backend", b)],
+        log=paths.log("gateway"),
+    )
+    _start(gateway, children)
+    problem = wait_until(lambda: gateway_answers(url, tokens.operator), gateway, READY_TIMEOUT_S)
+    if problem:
+        return _died(gateway, problem)
+
+    agent_env = {"IRQ_AGENT_URL": env.agent_url, "IRQ_AGENT_TOKEN": tokens.agent}
+    fleet: DemoProcess | None = None
+    if _importable("console.demo.fleet"):
+        fleet = DemoProcess(
+            name="fleet",
+            argv=[sys.executable, "-m", "console.demo.fleet", "--db", str(paths.db)],
+            log=paths.log("fleet"),
+            env=agent_env,
+        )
+        _start(fleet, children)
+    else:
+        say(
+            "irq demo: the demo fleet (console.demo.fleet) is not available; "
+            "the gateway runs without agents"
+        )
+    for extension in extensions:
+        for agent in extension.agents:
+            agent.env = {**agent_env, **agent.env}
+            _start(agent, children)
+
+    _announce(url, paths, children, current, extensions, tui=tui)
+    if tui and sys.stdin.isatty() and sys.stdout.isatty():
+        code = _run_tui(url, tokens.operator, mouse, gateway)
+        if code is not None:
+            return code
+    elif tui:
+        say("irq demo: no terminal for the TUI; running like --no-tui")
+    return _wait(children, gateway)
+
+
+def _run_tui(url: str, token: str, mouse: bool, gateway: DemoProcess) -> int | None:
+    """Run ``irq tui`` on this terminal in a child process until the operator quits.
+
+    A child process, not an in-process call: whatever happens to it (a crash, a signal) its
+    sockets close with it and the launcher stays in control of the cleanup, restoring the
+    terminal if the TUI could not. None when the TUI is not available (then: CLI mode)."""
+    if not _importable("console.tui.app"):
+        from console.cli.launch import CLI_TOUR
+
+        say("irq demo: the terminal UI is not available yet; use the CLI:\n" + CLI_TOUR)
+        return None
+    saved = _terminal_state()
+    argv = [sys.executable, "-m", "console.cli.app", "tui"] + (["--mouse"] if mouse else [])
+    env = {**os.environ, "IRQ_URL": url, "IRQ_TOKEN": token, "IRQ_CONTEXT": DEMO_CONTEXT}
+    # same terminal and process group: the TUI is the foreground job's reader
+    tui = subprocess.Popen(argv, env=env)
+    try:
+        while True:
+            try:
+                code = tui.wait(0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if gateway.exit_code() is not None:
+                _stop_tui(tui)
+                _restore_terminal(saved)
+                return _died(gateway, f"the gateway exited with code {gateway.exit_code()}")
+    finally:
+        if tui.poll() is None:
+            _stop_tui(tui)
+        if tui.returncode != 0:
+            _restore_terminal(saved)
+    if code != 0:
+        say(f"irq demo: the terminal UI exited with code {code}")
+        return 1
+    return 0
+
+
+def _stop_tui(tui: subprocess.Popen[bytes]) -> None:
+    tui.terminate()
+    try:
+        tui.wait(3)
+    except subprocess.TimeoutExpired:
+        tui.kill()
+        tui.wait(3)
+
+
+def _terminal_state() -> list[Any] | None:
+    import termios
+
+    try:
+        return termios.tcgetattr(sys.stdin.fileno())
+    except (termios.error, OSError, ValueError):
+        return None
+
+
+#: leave the alternate screen, show the cursor, stop mouse reporting and bracketed paste
+_TERMINAL_RESET = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?25h\x1b[?1049l"
+
+
+def _restore_terminal(saved: list[Any] | None) -> None:
+    """Undo what a TUI that died without cleaning up left behind."""
+    import termios
+
+    with contextlib.suppress(termios.error, OSError, ValueError):
+        if saved is not None:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+        sys.stdout.write(_TERMINAL_RESET)
+        sys.stdout.flush()
+
+
+def _start(process: DemoProcess, children: list[DemoProcess]) -> None:
+    children.append(process)
+    process.start()
+
+
+def _died(process: DemoProcess, problem: str) -> int:
+    say(f"irq demo: {problem}")
+    tail = process.log_tail()
+    if tail:
+        say(f"--- last lines of {process.log}:\n{tail}\n---")
+    return 1
+
+
+def _announce(
+    url: str,
+    paths: DemoPaths,
+    children: list[DemoProcess],
+    current: bool,
+    extensions: list[DemoExtension],
+    *,
+    tui: bool,
+) -> None:
+    from console.cli.launch import CLI_TOUR
+
+    lines = ["", "irq demo is up"]
+    for child in children:
+        where = f"  {url}" if child.name == "gateway" else ""
+        lines.append(f"  {child.name:<9}pid {child.pid}{where}  log {child.log}")
+    lines.append(
+        f"  {'context':<9}{DEMO_CONTEXT}{' (current)' if current else ''} in {config_path()}"
+    )
+    lines.append(f"  {'database':<9}{paths.db}")
+    for extension in extensions:
+        lines.append(f"  {'extra':<9}{extension.name}: " + ", ".join(extension.backends))
+    if tui and sys.stdin.isatty() and sys.stdout.isatty():
+        lines += ["", "Opening the terminal UI; quitting it stops the demo.", ""]
+    else:
+        lines += ["", CLI_TOUR, "", "Stop the demo with Ctrl-C.", ""]
+    say("\n".join(lines))
+
+
+def _wait(children: list[DemoProcess], gateway: DemoProcess) -> int:
+    """Until SIGINT/SIGTERM (DemoStopped); 1 when the gateway dies on its own."""
+    while True:
+        time.sleep(0.5)
+        for child in children:
+            code = child.exit_code()
+            if code is None or child.exit_reported:
+                continue
+            child.exit_reported = True
+            if child is gateway:
+                return _died(child, f"the gateway exited with code {code}")
+            say(f"irq demo: {child.name} exited with code {code}; see {child.log}")
+
+
+# ------------------------------------------------------------------------------ signals
+
+#: SIGHUP too: a closed terminal or a dropped SSH session must not orphan the children
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+
+def _raise_stopped(signum: int, frame: FrameType | None) -> None:
+    raise DemoStopped(signal.Signals(signum).name)
+
+
+def _install_stop_handlers() -> dict[signal.Signals, _Handler]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[signal.Signals, _Handler] = {}
+    for sig in STOP_SIGNALS:
+        previous[sig] = signal.signal(sig, _raise_stopped)
+    return previous
+
+
+def _ignore_stop_signals() -> dict[signal.Signals, _Handler]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[signal.Signals, _Handler] = {}
+    for sig in STOP_SIGNALS:
+        previous[sig] = signal.signal(sig, signal.SIG_IGN)
+    return previous
+
+
+def _restore_handlers(previous: dict[signal.Signals, _Handler]) -> None:
+    for sig, handler in previous.items():
+        if handler is not None:
+            signal.signal(sig, handler)

@@ -1,0 +1,134 @@
+"""Helpers for the CLI tests: run ``irq`` in-process or as a subprocess, and start a real
+gateway as ``irq serve`` in a subprocess on a free loopback port (stopped by its pid)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV_VARS = ("IRQ_URL", "IRQ_TOKEN", "IRQ_CONTEXT", "IRQ_DEBUG")
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def irq(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Outcome:
+    """Run the CLI in-process (typer's CliRunner; stdin is not a terminal)."""
+    from console.cli.app import app
+
+    result = CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def irq_process(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m console.cli.app`` (the real entry point) in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli.app", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process(proc: subprocess.Popen[bytes] | subprocess.Popen[str], grace: float = 10) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def gateway_ready(url: str, token: str) -> bool:
+    from console.client import GatewayClient, GatewayError
+
+    async def probe() -> None:
+        async with GatewayClient(url, token, subscribe=False, open_timeout=1):
+            pass
+
+    try:
+        asyncio.run(probe())
+    except GatewayError:
+        return False
+    return True
+
+
+@dataclass
+class ServedGateway:
+    url: str
+    port: int
+    home: Path
+    operator: str
+    viewer: str
+    admin: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def env(self, token: str | None = None) -> dict[str, str]:
+        env = {"IRQ_URL": self.url}
+        if token is not None:
+            env["IRQ_TOKEN"] = token
+        return env
+
+
+
+
+def start_gateway(
+    home: Path, backends: list[str] | None = None, port: int | None = None
+) -> ServedGateway:
+    from console.gateway.auth import create_token
+    from console.model import Role
+
+    operator = create_token(Role.OPERATOR, "ops-test", home)
+    viewer = create_token(Role.VIEWER, "viewer-test", home)
+    admin = create_token(Role.ADMIN, "admin-test", home)
+    port = port or free_port()
+    log = home / "serve.log"
+    args = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(port)]
+    for backend in backends or []:
+        args += ["--backend", backend]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "IRQ_HOME": str(home)},
+            cwd=ROOT,
+        )
+    url = f"ws://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"irq serve exited {proc.returncode}:\n{log.read_text()}")
+        if gateway_ready(url, operator):
+            return ServedGateway(url, port, home, operator, viewer, admin, proc, log)
+        time.sleep(0.1)
+    stop_process(proc)
+    raise RuntimeError(f"irq serve did not answer within 30s:\n{log.read_text()}")

@@ -1,0 +1,256 @@
+"""End to end with a real DBOS agent on SQLite (nothing mocked): the operator's path through
+the CLI — list, inbox, approve exactly once, plan, pause (lock released, GPU kept), resume
+without re-running completed steps, audit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_harness import ROOT, ServedGateway, free_port, irq, start_gateway, stop_process
+
+pytestmark = [
+    pytest.mark.slow,
+]
+
+RUN_ID = "dbos:local/wf-cli-1"
+INTERRUPT_ID = "dbos:local/wf-cli-1#wf-cli-1/1"
+RUN_FIELDS = {
+    "id",
+    "backend",
+    "context",
+    "native_id",
+    "name",
+    "state",
+    "native_state",
+    "heartbeat_age_s",
+    "heartbeat_timeout_s",
+    "progress",
+    "resources",
+    "interrupts",
+    "warnings",
+    "updated_at",
+}
+RESOURCE_FIELDS = {"id", "kind", "on_pause", "on_cancel", "state"}
+INTERRUPT_FIELDS = {
+    "id",
+    "run_id",
+    "title",
+    "description",
+    "action",
+    "args",
+    "args_schema",
+    "allowed_decisions",
+    "created_at",
+    "age_s",
+    "status",
+    "decision",
+}
+PLAN_FIELDS = {
+    "action",
+    "targets",
+    "operations",
+    "resources_kept",
+    "resources_released",
+    "warnings",
+}
+STEP_FIELDS = {"index", "name", "status", "started_at", "completed_at"}
+
+
+@dataclass
+class Fleet:
+    gateway: ServedGateway
+    events: Path
+
+    def env(self) -> dict[str, str]:
+        return self.gateway.env(self.gateway.operator)
+
+    def agent_events(self) -> list[dict[str, Any]]:
+        if not self.events.exists():
+            return []
+        return [json.loads(line) for line in self.events.read_text().splitlines() if line]
+
+    def released(self) -> list[str]:
+        return [e["id"] for e in self.agent_events() if e["event"] == "release"]
+
+
+def eventually(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+@pytest.fixture
+def fleet(irq_home: Path) -> Iterator[Fleet]:
+    from console.demo.launcher import dbos_backend_url
+    from console.gateway.auth import create_token
+    from console.model import Role
+
+    db = irq_home / "agents.db"
+    events = irq_home / "agent-events.jsonl"
+    port = free_port()
+    agent_token = create_token(Role.AGENT, "cli-test-agent", irq_home)
+    agent_log = open(irq_home / "agent.log", "ab")  # noqa: SIM115 - closed below
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("dbos_cli_agent.py")),
+            "--db",
+            str(db),
+            "--events",
+            str(events),
+        ],
+        stdout=agent_log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env={
+            **os.environ,
+            "IRQ_AGENT_URL": f"ws://127.0.0.1:{port}/agent",
+            "IRQ_AGENT_TOKEN": agent_token,
+            "PYTHONPATH": str(ROOT),
+        },
+        cwd=ROOT,
+    )
+    gateway: ServedGateway | None = None
+    try:
+        eventually(lambda: db.exists() or agent.poll() is not None, "the agent's database", 60)
+        assert agent.poll() is None, (irq_home / "agent.log").read_text()
+        gateway = start_gateway(irq_home, [dbos_backend_url(db) + "?poll=0.3"], port=port)
+        yield Fleet(gateway, events)
+    finally:
+        stop_process(agent)
+        agent_log.close()
+        if gateway is not None:
+            stop_process(gateway.process)
+
+
+def _runs(fleet: Fleet) -> dict[str, dict[str, Any]]:
+    result = irq("runs", "-o", "json", env=fleet.env())
+    assert result.code == 0, result.stderr
+    return {r["id"]: r for r in json.loads(result.stdout)}
+
+
+def _state(fleet: Fleet) -> str | None:
+    run = _runs(fleet).get(RUN_ID)
+    return run["state"] if run else None
+
+
+def test_operator_path_through_the_cli_against_a_real_dbos_agent(fleet: Fleet):
+    env = fleet.env()
+
+    # the interrupt shows up in the inbox, with the contract's fields
+    def pending() -> list[dict[str, Any]]:
+        out = irq("inbox", "-o", "json", env=env)
+        assert out.code == 0, out.stderr
+        return json.loads(out.stdout)
+
+    (interrupt,) = eventually(pending, "the interrupt in the inbox")
+    assert INTERRUPT_FIELDS <= interrupt.keys()
+    assert interrupt["id"] == INTERRUPT_ID
+    assert interrupt["run_id"] == RUN_ID
+    assert interrupt["action"] == "deploy" and interrupt["args"] == {"env": "prod"}
+    assert set(interrupt["allowed_decisions"]) == {"approve", "edit", "reject"}
+    assert interrupt["status"] == "pending"
+
+    # an edit that breaks the argument schema is refused (exit 2) and nothing is delivered
+    bad = irq("edit", "wf-cli-1/1", "--merge", "--args", '{"env": "moon"}', env=env)
+    assert bad.code == 2, bad.stdout + bad.stderr
+    assert "invalid" in bad.stdout
+
+    # runs: state, heartbeat age, resources (jsonl is one object per line)
+    eventually(
+        lambda: _runs(fleet).get(RUN_ID, {}).get("heartbeat_age_s") is not None, "a heartbeat"
+    )
+    run = _runs(fleet)[RUN_ID]
+    assert RUN_FIELDS <= run.keys()
+    assert run["state"] == "waiting"
+    assert isinstance(run["heartbeat_age_s"], float | int)
+    assert {r["id"] for r in run["resources"]} == {"db-lock", "gpu-0"}
+    assert all(RESOURCE_FIELDS <= r.keys() for r in run["resources"])
+    assert run["interrupts"] == [INTERRUPT_ID]
+    table = irq("runs", env=env).stdout
+    assert RUN_ID in table and "waiting" in table and "lock, gpu" in table
+    inbox_text = irq("inbox", env=env).stdout
+    assert INTERRUPT_ID in inbox_text and "Deploy to prod?" in inbox_text
+    lines = irq("runs", "-o", "jsonl", env=env).stdout.splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [RUN_ID]
+
+    # approve by a short id; a second approval is a conflict (exit 4) and is not delivered
+    approved = irq("approve", "wf-cli-1/1", "--reason", "ship it", env=env)
+    assert approved.code == 0, approved.stderr
+    assert "applied" in approved.stdout
+    again = irq("approve", INTERRUPT_ID, "-o", "json", env=env)
+    assert again.code == 4, again.stdout + again.stderr
+    assert json.loads(again.stdout)[0]["outcome"] == "conflict"
+    eventually(
+        lambda: any(e["event"] == "step" for e in fleet.agent_events()),
+        "the agent to continue after the approval",
+    )
+    decisions = [e for e in fleet.agent_events() if e["event"] == "decision"]
+    assert len(decisions) == 1 and decisions[0]["approved"] is True
+
+    # the plan: the lock is released on pause, the GPU slice is kept
+    eventually(lambda: _state(fleet) == "running", "the run to be running again")
+    dry = irq("pause", "wf-cli-1", "--dry-run", "-o", "json", env=env)
+    assert dry.code == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert PLAN_FIELDS <= plan.keys()
+    assert plan["targets"] == [RUN_ID]
+    assert [r["id"] for r in plan["resources_kept"]] == ["gpu-0"]
+    assert [r["id"] for r in plan["resources_released"]] == ["db-lock"]
+    text = irq("pause", "wf-cli-1", "--dry-run", env=env)
+    assert "resources kept" in text.stdout and "gpu-0" in text.stdout
+
+    # pause: applied; the agent releases the lock and keeps the GPU
+    paused = irq("pause", "wf-cli-1", "--yes", "--reason", "GPU maintenance", "-o", "json", env=env)
+    assert paused.code == 0, paused.stdout + paused.stderr
+    (result,) = json.loads(paused.stdout)
+    assert result["outcome"] == "applied" and result["target"] == RUN_ID
+    eventually(lambda: _state(fleet) == "paused", "the run to be paused")
+    eventually(lambda: "db-lock" in fleet.released(), "the lock to be released")
+    assert "gpu-0" not in fleet.released()
+    steps_at_pause = {e["index"] for e in fleet.agent_events() if e["event"] == "step"}
+
+    # show: journal steps with the contract's fields
+    shown = irq("show", "wf-cli-1", "-o", "json", env=env)
+    assert shown.code == 0, shown.stderr
+    detail = json.loads(shown.stdout)
+    assert detail["id"] == RUN_ID
+    assert detail["journal"] and all(STEP_FIELDS <= s.keys() for s in detail["journal"])
+    completed = {s["name"] for s in detail["journal"] if s["status"] == "completed"}
+    assert "plan" in completed
+
+    # resume: continues; completed steps are not executed again
+    resumed = irq("resume", "wf-cli-1", "--yes", env=env)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    eventually(lambda: _state(fleet) in ("running", "late"), "the run to resume")
+    eventually(
+        lambda: (
+            len([e for e in fleet.agent_events() if e["event"] == "step"]) > len(steps_at_pause) + 2
+        ),
+        "new steps after resume",
+    )
+    indices = [e["index"] for e in fleet.agent_events() if e["event"] == "step"]
+    reruns = [i for i in set(indices) if indices.count(i) > 1]
+    assert len(reruns) <= 1, f"completed steps ran again: {reruns}"  # only the in-flight one
+
+    # audit: who did what, with the reason
+    audit = irq("audit", "--target", "wf-cli-1", "-o", "json", env=env)
+    assert audit.code == 0
+    entries = json.loads(audit.stdout)
+    actions = {(e["action"], e["outcome"]) for e in entries}
+    assert ("pause", "applied") in actions and ("resume", "applied") in actions
+    assert any(e["reason"] == "GPU maintenance" and e["identity"] == "ops-test" for e in entries)
