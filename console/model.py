@@ -230,6 +230,9 @@ class Run(BaseModel):
     state: RunState = RunState.RUNNING
     native_state: str = ""
     heartbeat_at: datetime | None = None
+    # when the heartbeat fields were read from the backend; liveness is judged at this time
+    # (a budgeted poller's data is old, and old data must not make a beating run look late)
+    observed_at: datetime | None = None
     heartbeat_interval_s: float | None = None  # expected cadence
     heartbeat_timeout_s: float | None = None
     progress: float | None = None
@@ -261,6 +264,7 @@ class Run(BaseModel):
             "native_state": self.native_state,
             "heartbeat_age_s": self.heartbeat_age_s(now),
             "heartbeat_at": self.heartbeat_at.isoformat() if self.heartbeat_at else None,
+            "observed_at": self.observed_at.isoformat() if self.observed_at else None,
             "heartbeat_timeout_s": self.heartbeat_timeout_s,
             "heartbeat_interval_s": self.heartbeat_interval_s,
             "progress": self.progress,

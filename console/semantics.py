@@ -68,9 +68,10 @@ def unified_state(run: Run, now: datetime) -> RunState:
     base = run.state
     if base not in LIVE_STATES:
         return base
+    judged_at = min(now, run.observed_at) if run.observed_at else now
     liveness = classify_liveness(
         run.heartbeat_at,
-        now,
+        judged_at,
         interval_s=run.heartbeat_interval_s,
         timeout_s=run.heartbeat_timeout_s,
         started_at=None,
@@ -148,6 +149,9 @@ def plan(
             continue
         _plan_resources(action, run, result)
         result.warnings.extend(_action_warnings(action, run))
+        notes = run.details.get("action_notes")  # backend-specific, e.g. Temporal attempts
+        if isinstance(notes, dict):
+            result.warnings.extend(f"{run.id}: {n}" for n in notes.get(action.value, []))
         if action in (Action.PAUSE, Action.RESUME) and run.in_flight_step:
             result.will_rerun.append(f"{run.id}: {run.in_flight_step}")
     return result

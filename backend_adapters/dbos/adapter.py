@@ -508,12 +508,26 @@ class DBOSBackend:
         status = self._status_sync(native_id)
         native = str(status.status)
         live = native in ACTIVE_STATUSES or _paused_by_irq(status, ledger_paused)
+        current = client.get_event(native_id, EVENT_INTERRUPT, timeout_seconds=0) if live else None
+        current_id = current.get("interrupt_id") if isinstance(current, dict) else None
+        if current_id != interrupt.native_id:
+            # A retry of a decision the agent already consumed (e.g. re-driven after a gateway
+            # crash) is a success, not a conflict: the journal's recv step shows who sent it.
+            delivered = self._delivered_sync(native_id, interrupt.native_id)
+            if delivered is not None and delivered.get("command_id") == message["command_id"]:
+                return (
+                    f"already delivered: the agent received this {delivered.get('type')} "
+                    "(same command id)"
+                )
+            if delivered is not None:
+                raise Conflict(
+                    f"interrupt {interrupt.native_id} was already decided "
+                    f"({delivered.get('type')} by {delivered.get('by', '?')})"
+                )
         if not live:
             raise Conflict(
                 f"interrupt {interrupt.native_id} is no longer pending: the run is {native}"
             )
-        current = client.get_event(native_id, EVENT_INTERRUPT, timeout_seconds=0)
-        current_id = current.get("interrupt_id") if isinstance(current, dict) else None
         if current_id != interrupt.native_id:
             now = f"interrupt {current_id} is pending" if current_id else "no interrupt is pending"
             raise Conflict(
@@ -540,6 +554,19 @@ class DBOSBackend:
             f"sent {message['type']} on topic {decision_topic(interrupt.native_id)} "
             f"(DBOS idempotency key = interrupt id){suffix}"
         )
+
+    def _delivered_sync(self, native_id: str, interrupt_native_id: str) -> dict[str, Any] | None:
+        """The decision message the agent received for this interrupt, from its journal."""
+        steps = self._connected().list_workflow_steps(native_id, load_output=True) or []
+        for step in steps:
+            output = step.get("output")
+            if (
+                step.get("function_name") == "DBOS.recv"
+                and isinstance(output, dict)
+                and output.get("interrupt_id") == interrupt_native_id
+            ):
+                return output
+        return None
 
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str

@@ -2,6 +2,9 @@
 
     python -m console.demo.worker --db PATH --executor-id demo-worker-1 --lanes 0,3,6
 
+``--db`` is a SQLite file, or a database URL (``postgresql://user@host/db``, which then
+needs ``--board``).
+
 Each lane keeps one agent alive: it starts workflow ``<kind>-<lane>-<gen>``, waits while it is
 active or paused, then starts the next generation. A worker restarted with the same executor
 id (and the pinned application version) recovers its PENDING workflows itself, so the lanes
@@ -109,7 +112,9 @@ def _watch_parent(stop: threading.Event) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m console.demo.worker")
-    parser.add_argument("--db", required=True, type=Path, help="DBOS SQLite system database")
+    parser.add_argument(
+        "--db", required=True, help="DBOS system database: SQLite file or postgresql:// URL"
+    )
     parser.add_argument("--executor-id", required=True)
     parser.add_argument("--lanes", default="", help="comma-separated lane numbers to run")
     parser.add_argument("--board", type=Path, help="reservation directory (default: next to db)")
@@ -123,10 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    db = args.db.resolve()
-    db.parent.mkdir(parents=True, exist_ok=True)
-    url = f"sqlite:///{db}"
-    board = (args.board or db.with_name(db.stem + "-reservations")).resolve()
+    if "://" in args.db:  # a database URL (Postgres): no file to place the board next to
+        if args.board is None:
+            parser.error("--board is required when --db is a URL")
+        url = args.db
+        board = args.board.resolve()
+    else:
+        db = Path(args.db).resolve()
+        db.parent.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{db}"
+        board = (args.board or db.with_name(db.stem + "-reservations")).resolve()
     DBOS(config=agent_config(APP_NAME, url, app_version=APP_VERSION, executor_id=args.executor_id))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -204,6 +204,29 @@ async def test_decide_same_key_twice_and_a_second_gateway_deliver_once(
     assert [(e["step"], e["args"]["environment"]) for e in ships] == [("ship", "staging")]
 
 
+async def test_retry_after_the_agent_consumed_the_decision_is_a_success_not_a_conflict(
+    backend, dbos_worker, waiter
+):
+    """A gateway restarted between send and outcome re-drives with the same command id: the
+    adapter must recognise its own delivered decision (from the run's journal)."""
+    wid = dbos_worker.enqueue(plan(deploy(step("ship"))))
+    interrupt = await pending_interrupt(backend, wid, waiter)
+    approve = Decision(kind=DecisionKind.APPROVE)
+    await backend.decide(interrupt, approve, idempotency_key="cmd-r", identity="alice")
+    await run_where(backend, wid, waiter, lambda r: r.state is RunState.COMPLETED)
+    restarted = open_backend(f"dbos+sqlite:///{dbos_worker.db}", MemoryPauseLedger())
+    await restarted.start()
+    try:
+        again = await restarted.decide(interrupt, approve, idempotency_key="cmd-r", identity="alice")
+        assert "already delivered" in again.detail
+        with pytest.raises(Conflict, match=r"already (decided|sent)"):
+            await restarted.decide(interrupt, approve, idempotency_key="cmd-other", identity="bob")
+    finally:
+        await restarted.close()
+    decisions = [e for e in dbos_worker.exec_log(wid) if e["event"] == "decision"]
+    assert len(decisions) == 1
+
+
 async def test_edit_with_args_failing_the_schema_is_invalid_and_not_delivered(
     backend, dbos_worker, waiter
 ):

@@ -138,3 +138,18 @@ def test_recoverability_warnings():
     w = recoverability_warnings(_run(heartbeat_timeout_s=5, details={"checkpointer": "memory"}))
     assert w == ["in-memory checkpointer: state is lost if the worker dies"]
     assert recoverability_warnings(_run(state=RunState.COMPLETED)) == []
+
+
+def test_liveness_of_old_observations_is_judged_when_they_were_read():
+    """A budgeted poller read a fresh beat 40 s ago: the run is not late for that reason."""
+    run = _run(heartbeat_at=_ago(41), observed_at=_ago(40), heartbeat_interval_s=1,
+               heartbeat_timeout_s=5)
+    assert unified_state(run, NOW) is RunState.RUNNING
+    silent = run.model_copy(update={"heartbeat_at": _ago(47)})
+    assert unified_state(silent, NOW) is RunState.LOST
+
+
+def test_plan_carries_backend_action_notes():
+    run = _run(heartbeat_timeout_s=5, details={"action_notes": {"pause": ["fails attempt 1"]}})
+    p = plan(Action.PAUSE, [run])
+    assert "dbos:local/wf: fails attempt 1" in p.warnings

