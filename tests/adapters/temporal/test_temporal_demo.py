@@ -1,0 +1,140 @@
+"""The Temporal part of ``irq demo``: the extension's dev server and worker, started for real.
+
+The adapter (from the extension's own backend URL) must see the demo agents running with
+heartbeats and resource manifests, and waiting on interrupts in the common shape; a decision
+reaches the agent; stopping by pid leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from backend_adapters.base import MemoryPauseLedger
+from backend_adapters.registry import open_backend
+from backend_adapters.temporal.adapter import TemporalBackend
+from backend_adapters.temporal.demo import demo_extension
+from backend_adapters.temporal.demo_agents import LANES
+from console.demo.launcher import DemoEnvironment, DemoExtension, DemoProcess
+from console.model import Decision, DecisionKind, Interrupt, Run, RunState
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_extension_shape(tmp_path: Path) -> None:
+    env = DemoEnvironment(
+        demo_dir=tmp_path, gateway_url="ws://x", agent_url="ws://x/agent", agent_token="t"
+    )
+    ext = demo_extension(env)
+    assert isinstance(ext, DemoExtension) and ext.name == "temporal"
+    [url] = ext.backends
+    assert url.startswith("temporal+http://127.0.0.1:") and url.endswith("/default")
+    assert [p.name for p in ext.servers] == ["temporal"]
+    assert [p.name for p in ext.agents] == ["t-worker"]
+    argv = ext.servers[0].argv
+    assert argv[1:3] == ["server", "start-dev"]
+    assert "IrqPendingInterrupts=KeywordList" in argv
+    assert argv[argv.index("--db-filename") + 1].startswith(str(tmp_path / "temporal"))
+    assert url.split(":")[-1].split("/")[0] == argv[argv.index("--http-port") + 1]
+    assert 4 <= len(LANES) <= 6
+
+
+async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
+    env = DemoEnvironment(
+        demo_dir=tmp_path, gateway_url="ws://x", agent_url="ws://x/agent", agent_token="t"
+    )
+    ext = demo_extension(env)
+    assert ext is not None
+    started: list[DemoProcess] = []
+    t0 = time.monotonic()
+    try:
+        for server in ext.servers:
+            server.start()
+            started.append(server)
+            deadline = time.monotonic() + 20
+            while not (server.ready and server.ready()):
+                assert server.exit_code() is None, server.log_tail()
+                assert time.monotonic() < deadline, f"{server.name} not ready"
+                await asyncio.sleep(0.2)
+        for agent in ext.agents:
+            agent.start()
+            started.append(agent)
+
+        backend = open_backend(ext.backends[0] + "?rps=50", MemoryPauseLedger())
+        assert isinstance(backend, TemporalBackend)
+        await backend.start()
+        try:
+            runs: dict[str, Run] = {}
+            interrupts: dict[str, Interrupt] = {}
+            deadline = time.monotonic() + 25
+            while time.monotonic() < deadline:
+                for agent in ext.agents:
+                    assert agent.exit_code() is None, agent.log_tail()
+                obs = await backend.observe()
+                runs = {r.native_id: r for r in obs.runs}
+                interrupts = {i.run_id.rsplit("/", 1)[-1]: i for i in obs.interrupts}
+                beating = [
+                    r
+                    for r in runs.values()
+                    if r.state is RunState.RUNNING and r.heartbeat_at and r.resources
+                ]
+                if len(beating) >= 2 and {"support-triage-0001", "research-assistant-0001"} <= set(
+                    interrupts
+                ):
+                    break
+                await asyncio.sleep(0.5)
+            else:
+                raise AssertionError(
+                    f"not seen: runs {[(r.native_id, r.state.value) for r in runs.values()]}, "
+                    f"interrupts {sorted(interrupts)}"
+                )
+
+            # one run per lane, named after its workflow type
+            assert {r.name for r in runs.values()} == {lane.name for lane in LANES}
+            gpu = runs["gpu-training-0001"]
+            assert gpu.state is RunState.RUNNING and gpu.in_flight_step
+            assert gpu.heartbeat_timeout_s == 10.0 and gpu.progress is not None
+            policies = {r.kind: r.on_pause for r in gpu.resources}
+            assert policies["gpu"] == "keep" and policies["lock"] == "release"
+            assert all(r.state == "held" for r in gpu.resources)
+
+            refund = interrupts["support-triage-0001"]
+            assert refund.action == "issue_refund" and refund.args_schema
+            assert {d.value for d in refund.allowed_decisions} == {"approve", "edit", "reject"}
+            question = interrupts["research-assistant-0001"]
+            assert question.action == "ask_user"
+            assert {d.value for d in question.allowed_decisions} == {"respond", "reject"}
+            assert runs["research-assistant-0001"].state is RunState.WAITING
+
+            # an answer reaches the agent: it goes on writing the report
+            await backend.decide(
+                question,
+                Decision(kind=DecisionKind.RESPOND, response="cost"),
+                idempotency_key="test-respond-1",
+                identity="test",
+            )
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                run = await backend.get_run("research-assistant-0001")
+                if run.in_flight_step and run.in_flight_step.startswith("write_report"):
+                    break
+                await asyncio.sleep(0.3)
+            else:
+                raise AssertionError(f"the agent did not go on: {run.contract()}")
+        finally:
+            await backend.close()
+    finally:
+        for process in reversed(started):
+            process.stop(grace_s=10)
+    for process in started:
+        assert process.pid is not None and not _alive(process.pid), process.name
+        assert process.exit_code() == 0, (process.name, process.log_tail())
+    assert time.monotonic() - t0 < 40
