@@ -200,7 +200,7 @@ def test_demo_with_the_tui_on_a_terminal_stops_every_child_on_a_signal(
             if line.strip().startswith(("gateway", "fleet", "temporal", "t-worker"))
             and "pid " in line
         ]
-        assert len(pids) == 2, text
+        assert len(pids) == 4, text  # gateway, fleet, temporal server, t-worker
         _read_until(fd, b"\x00never", 3)  # let the TUI start and connect
         if sig is signal.SIGHUP:
             os.close(fd)
