@@ -61,6 +61,7 @@ class Hub:
         self._beats: dict[str, AgentHeartbeat] = {}  # latest agent beat per run id
         self.history: dict[str, deque[Heartbeat]] = {}
         self.interrupts: dict[str, Interrupt] = {}
+        self._pending_by_run: dict[str, set[str]] = {}  # run id -> pending interrupt ids
         self.backends: dict[str, BackendHealth] = {}
         self.release_checks: dict[str, ReleaseCheck] = {}
         self.subscribers: set[Subscriber] = set()
@@ -130,12 +131,7 @@ class Hub:
         if observed is None:
             return None
         beat = self._beats.get(run_id)
-        update: dict[str, Any] = {
-            "interrupts": sorted(
-                i.id for i in self.interrupts.values()
-                if i.run_id == run_id and i.status == "pending"
-            )
-        }
+        update: dict[str, Any] = {"interrupts": sorted(self._pending_by_run.get(run_id, ()))}
         if beat is not None:
             update["heartbeat_at"] = beat.at or now
             if beat.interval_s:
@@ -194,15 +190,16 @@ class Hub:
         """Re-evaluate liveness of live runs and expire release checks and old interrupts."""
         now = utcnow()
         for run_id, run in list(self.runs.items()):
-            if run.heartbeat_at is not None and not run.state.terminal:
-                self._refresh(run_id, now)  # silence alone moves running -> late -> lost
+            # silence alone moves running -> late -> lost; refresh only where that happens
+            if run.heartbeat_at is not None and unified_state(run, now) is not run.state:
+                self._refresh(run_id, now)
         for run_id, check in list(self.release_checks.items()):
             if now >= check.deadline:
                 self._suspect_leak(run_id, check)
         for iid, intr in list(self.interrupts.items()):
             decided_at = intr.decision.at if intr.decision else intr.created_at
             if intr.status != "pending" and now - decided_at > DECIDED_INTERRUPT_TTL:
-                del self.interrupts[iid]
+                self._forget_interrupt(iid)
                 self.publish("interrupt_removed", {"id": iid})
 
     # -------------------------------------------------------------- release checks
@@ -274,7 +271,7 @@ class Hub:
             if claim is not None and claim.status == "applied":
                 intr = _as_decided(intr, claim)
             if known is None or known.model_dump() != intr.model_dump():
-                self.interrupts[intr.id] = intr
+                self._put_interrupt(intr)
                 self.publish("interrupt", intr.contract())
                 touched_runs.add(intr.run_id)
         if complete:
@@ -288,19 +285,37 @@ class Hub:
                     _as_decided(intr, claim) if claim is not None and claim.status == "applied"
                     else intr.model_copy(update={"status": "withdrawn"})
                 )
-                self.interrupts[iid] = new
+                self._put_interrupt(new)
                 self.publish("interrupt", new.contract())
                 touched_runs.add(intr.run_id)
         now = utcnow()
         for run_id in touched_runs:
             self._refresh(run_id, now)
 
+    def _put_interrupt(self, intr: Interrupt) -> None:
+        self.interrupts[intr.id] = intr
+        pending = self._pending_by_run.setdefault(intr.run_id, set())
+        if intr.status == "pending":
+            pending.add(intr.id)
+        else:
+            pending.discard(intr.id)
+            if not pending:
+                del self._pending_by_run[intr.run_id]
+
+    def _forget_interrupt(self, interrupt_id: str) -> None:
+        intr = self.interrupts.pop(interrupt_id)
+        pending = self._pending_by_run.get(intr.run_id)
+        if pending is not None:
+            pending.discard(interrupt_id)
+            if not pending:
+                del self._pending_by_run[intr.run_id]
+
     def mark_decided(self, interrupt_id: str, claim: Any) -> None:
         intr = self.interrupts.get(interrupt_id)
         if intr is None:
             return
         new = _as_decided(intr, claim)
-        self.interrupts[interrupt_id] = new
+        self._put_interrupt(new)
         self.publish("interrupt", new.contract())
         self._refresh(intr.run_id, utcnow())
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from console.gateway.hub import Hub
@@ -36,12 +37,14 @@ def test_heartbeat_flood_is_coalesced_into_one_run_event():
 def test_silence_turns_a_run_late_then_lost_without_any_event_from_the_agent():
     hub = Hub()
     hub.observe_runs([_run()])
-    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=3)))
+    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=4.6)))
     hub.flush_heartbeats()
     assert hub.runs[RID].state is RunState.LATE
-    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=6)))
+    seq = hub.seq
+    time.sleep(0.5)  # no beat: the timeout (5 s) passes in silence
     hub.tick()
     assert hub.runs[RID].state is RunState.LOST
+    assert [e["data"]["state"] for e in hub.log if e["seq"] > seq] == ["lost"]
     hub.agent_heartbeat(RID, _beat(at=utcnow()))
     hub.flush_heartbeats()
     assert hub.runs[RID].state is RunState.RUNNING
