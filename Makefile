@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: demo test lint screenshots bench clean
+.PHONY: demo test install screenshots bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,10 +24,14 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -x -p no:cacheprovider
 
 screenshots: $(STAMP)
-	$(BIN)/python -m console.demo.screenshots
+	@command -v rsvg-convert >/dev/null || (apt-get install -y -q librsvg2-bin >/dev/null 2>&1 \
+	  || echo "rsvg-convert unavailable: writing SVG only" >&2)
+	$(BIN)/python -m console.tui.screenshots --out screenshots
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/gateway_heartbeats.py
+	$(BIN)/python benchmarks/tui_render.py
+	$(BIN)/python benchmarks/temporal_observe.py
 
 clean:
 	rm -rf $(VENV)

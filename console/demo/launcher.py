@@ -208,6 +208,7 @@ class DemoProcess:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,  # own process group: the terminal's ^C does not reach it
+            preexec_fn=_die_with_parent,
         )
 
     def exit_code(self) -> int | None:
@@ -664,3 +665,14 @@ def _restore_handlers(previous: dict[signal.Signals, _Handler]) -> None:
     for sig, handler in previous.items():
         if handler is not None:
             signal.signal(sig, handler)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM it when the launcher dies, even by SIGKILL,
+    so a killed ``irq demo`` never leaves a gateway, a fleet or a Temporal server behind."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

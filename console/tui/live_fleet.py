@@ -1,0 +1,170 @@
+"""A real gateway (``irq serve``) and a real DBOS demo fleet in subprocesses, for the TUI's
+tests, screenshots and recordings. Everything lives in one directory used as ``IRQ_HOME``;
+children are stopped by their pid (SIGTERM to their own process group, then SIGKILL).
+
+    with LiveFleet(home) as fleet:
+        fleet.url, fleet.tokens["operator"], fleet.tokens["viewer"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from console.client import FleetView, GatewayClient, GatewayError
+from console.model import Role
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    log: Path
+    env: dict[str, str]
+    popen: subprocess.Popen[bytes] | None = None
+    _out: IO[bytes] | None = None
+
+    def start(self) -> None:
+        self._out = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
+        self.popen = subprocess.Popen(
+            self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        proc = self.popen
+        if proc is not None:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(grace_s)
+                except subprocess.TimeoutExpired:
+                    pass
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class LiveFleet:
+    """``irq serve`` on a free port + ``python -m console.demo.fleet`` heartbeating to it."""
+
+    home: Path
+    agents: int = 10
+    workers: int = 2
+    step_scale: float = 1.0
+    preempt_every_s: float = 0.0  # 0: no preemptions (deterministic tests)
+    port: int = 0
+    tokens: dict[str, str] = field(default_factory=dict)
+    children: list[Child] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"ws://{HOST}:{self.port}"
+
+    @property
+    def db(self) -> Path:
+        return self.home / "fleet.db"
+
+    def __enter__(self) -> LiveFleet:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, ready_timeout_s: float = 90.0) -> None:
+        from console.gateway.auth import create_token  # the harness mints its own tokens
+
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        for role in (Role.OPERATOR, Role.VIEWER, Role.AGENT, Role.ADMIN):
+            self.tokens[role.value] = create_token(role, f"tui-{role.value}", self.home)
+        env = {"IRQ_HOME": str(self.home)}
+        gateway = Child("gateway", [sys.executable, "-m", "console.cli.app", "serve",
+                                    "--port", str(self.port),
+                                    "--backend", f"dbos+sqlite:///{self.db}"],
+                        self.home / "gateway.log", env)
+        fleet = Child("fleet", [sys.executable, "-m", "console.demo.fleet", "--db", str(self.db),
+                                "--agents", str(self.agents), "--workers", str(self.workers),
+                                "--preempt-every", str(self.preempt_every_s),
+                                "--step-scale", str(self.step_scale)],
+                      self.home / "fleet.log",
+                      {**env, "IRQ_AGENT_URL": f"{self.url}/agent",
+                       "IRQ_AGENT_TOKEN": self.tokens["agent"]})
+        self.children = [gateway, fleet]
+        try:
+            gateway.start()
+            self._wait(lambda: self._answers(), gateway, ready_timeout_s)
+            fleet.start()
+            self._wait(lambda: None if self.view().runs else "no runs yet", fleet,
+                       ready_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for child in reversed(self.children):
+            child.stop()
+
+    def _wait(self, check: object, child: Child, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        reason: str | None = "not started"
+        while time.monotonic() < deadline:
+            if not child.alive():
+                raise RuntimeError(f"{child.name} exited:\n{child.tail()}")
+            reason = check()  # type: ignore[operator]
+            if reason is None:
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"{child.name} not ready after {timeout_s:g}s ({reason}):\n"
+                           f"{child.tail()}")
+
+    def _answers(self) -> str | None:
+        try:
+            self.view()
+        except GatewayError as exc:
+            return exc.message
+        return None
+
+    def view(self, role: str = "operator") -> FleetView:
+        """A one-shot snapshot of the gateway's index."""
+
+        async def fetch() -> FleetView:
+            client = GatewayClient(self.url, self.tokens[role], client="irq-tui-harness",
+                                   subscribe=False, open_timeout=2, request_timeout=10)
+            await client.connect()
+            await client.close()
+            return client.view
+
+        return asyncio.run(fetch())

@@ -1,0 +1,93 @@
+"""Command palette (ctrl+p): every view, every action on the selection, filters, and
+"open run …" for runs; mutating entries say when the role or context forbids them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from console.tui.screens.base import DECISIONS, RUN_ACTIONS, ViewScreen
+
+if TYPE_CHECKING:
+    from console.tui.app import IrqApp
+
+MAX_RUN_HITS = 2000  # runs scanned per keystroke
+
+
+@dataclass(frozen=True)
+class PaletteEntry:
+    text: str
+    help: str
+    callback: Callable[[], object]
+
+
+def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry]:
+    entries = [
+        PaletteEntry("Go to fleet", ":runs — every run", partial(app.show_view, "fleet")),
+        PaletteEntry("Go to inbox", ":inbox — pending interrupts",
+                     partial(app.show_view, "inbox")),
+        PaletteEntry("Go to audit", ":audit — recent commands", partial(app.show_view, "audit")),
+        PaletteEntry("Show late and lost runs", "/state:late,lost",
+                     partial(app.filter_fleet, "state:late,lost")),
+        PaletteEntry("Show runs waiting for a decision", "/state:waiting",
+                     partial(app.filter_fleet, "state:waiting")),
+        PaletteEntry("Show active runs", "/state:active",
+                     partial(app.filter_fleet, "state:active")),
+        PaletteEntry("Clear filter", "show every run", partial(app.filter_fleet, "")),
+    ]
+    allowed, why = app.may_mutate()
+    suffix = "" if allowed else f" (not allowed: {why})"
+    if screen is not None:
+        runs = screen.selected_run_ids()
+        if runs:
+            for name, action in RUN_ACTIONS.items():
+                entries.append(PaletteEntry(
+                    f"{name.capitalize()} {runs[0]}{suffix}",
+                    f":{name} — plan and confirmation first",
+                    partial(app.request_action, action, runs)))
+        intr = screen.selected_interrupt()
+        if intr is not None:
+            for name, kind in DECISIONS.items():
+                if kind in intr.allowed_decisions:
+                    entries.append(PaletteEntry(
+                        f"{name.capitalize()} “{intr.title}”{suffix}", f":{name} {intr.id}",
+                        partial(app.request_decision, kind, intr.id)))
+        entries.append(PaletteEntry("Keys of this screen", "?", partial(app.show_help, screen)))
+    return entries
+
+
+class IrqCommands(Provider):
+    """Views, actions and runs."""
+
+    @property
+    def irq(self) -> IrqApp:
+        return cast("IrqApp", self.app)
+
+    def _screen(self) -> ViewScreen | None:
+        for screen in reversed(self.app.screen_stack):
+            if isinstance(screen, ViewScreen):
+                return screen
+        return None
+
+    async def discover(self) -> Hits:
+        for entry in palette_entries(self.irq, self._screen()):
+            yield DiscoveryHit(entry.text, entry.callback, help=entry.help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for entry in palette_entries(self.irq, self._screen()):
+            score = matcher.match(entry.text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(entry.text), entry.callback, help=entry.help)
+        for n, run_id in enumerate(self.irq.view.runs):
+            if n >= MAX_RUN_HITS:
+                break
+            text = f"Open run {run_id}"
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), partial(self.irq.open_run, run_id),
+                          help="run detail")

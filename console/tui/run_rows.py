@@ -1,0 +1,191 @@
+"""The fleet as rows: unified state per run, filter, sort, counts (no Textual here).
+
+Kept incrementally: a batch of events updates only the runs it names and re-sorts only
+when a sort key or filter verdict changed; the one-second tick re-judges liveness
+(``late``/``lost`` come from silence, not from events).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from operator import attrgetter
+from typing import Any
+
+from console.client import FleetView
+from console.model import Run, RunState
+from console.semantics import LIVE_STATES, late_margin, unified_state
+from console.tui.run_filter import FilterQuery, haystack_of
+from console.tui.state_display import ATTENTION_RANK
+
+
+class SortKey(StrEnum):
+    ATTENTION = "attention"
+    AGE = "age"
+    ID = "id"
+    BACKEND = "backend"
+    PROGRESS = "progress"
+    UPDATED = "updated"
+
+
+SORT_CYCLE = tuple(SortKey)
+
+
+@dataclass(slots=True)
+class RunRow:
+    run: Run
+    state: RunState
+    haystack: str
+    key: Any = None
+    shown: bool = True
+    recheck_at: float = math.inf  # epoch seconds after which silence may change the state
+
+
+def recheck_at(run: Run, state: RunState) -> float:
+    """When heartbeat silence could next move ``run`` on (running -> late -> lost)."""
+    interval = run.heartbeat_interval_s
+    if run.state not in LIVE_STATES or run.heartbeat_at is None or not interval or interval <= 0:
+        return math.inf
+    beat = run.heartbeat_at.timestamp()
+    timeout = run.heartbeat_timeout_s
+    lost_at = beat + (timeout if timeout and timeout > 0 else 5 * interval)
+    if state is RunState.LOST:
+        return math.inf
+    if state is RunState.LATE:
+        return lost_at
+    return min(beat + interval + late_margin(interval), lost_at)
+
+
+def sort_value(run: Run, state: RunState, key: SortKey) -> Any:
+    if key is SortKey.ATTENTION:
+        return (ATTENTION_RANK[state], run.id)
+    if key is SortKey.AGE:
+        at = run.heartbeat_at
+        return (at is None, at.timestamp() if at else 0.0, run.id)
+    if key is SortKey.BACKEND:
+        return (run.backend, run.context, run.id)
+    if key is SortKey.PROGRESS:
+        return (run.progress is None, run.progress or 0.0, run.id)
+    if key is SortKey.UPDATED:
+        return (-run.updated_at.timestamp(), run.id)
+    return (run.id,)
+
+
+class RunRowIndex:
+    """Rows for every run in a :class:`FleetView`, and the filtered, sorted order."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, RunRow] = {}
+        self.query = FilterQuery()
+        self.sort = SortKey.ATTENTION
+        self.reverse = False
+        self.visible: list[str] = []
+        self.counts: Counter[RunState] = Counter()
+        self.generation = 0  # bumped whenever ``visible`` is rebuilt
+        #: (run id, new state) since the last ``drain_transitions``; first sight included
+        self.transitions: list[tuple[str, RunState]] = []
+
+    def _make(self, run: Run, now: datetime) -> RunRow:
+        state = unified_state(run, now)
+        row = RunRow(run, state, haystack_of(run), recheck_at=recheck_at(run, state))
+        self._judge(row)
+        return row
+
+    def _judge(self, row: RunRow) -> None:
+        row.key = sort_value(row.run, row.state, self.sort)
+        row.shown = self.query.empty or self.query.matches(row.run, row.state, row.haystack)
+
+    def sync(self, view: FleetView, now: datetime, changed: Iterable[str] | None = None) -> bool:
+        """Bring rows up to date with ``view`` (all runs, or only ``changed`` ids).
+
+        Returns True when the visible order was rebuilt (False: rows changed in place).
+        """
+        if changed is None:
+            old_rows = self.rows
+            self.rows = {rid: self._make(run, now) for rid, run in view.runs.items()}
+            for rid, row in self.rows.items():
+                old = old_rows.get(rid)
+                if old is None or old.state is not row.state:
+                    self.transitions.append((rid, row.state))
+            self.order()
+            return True
+        reorder = False
+        for rid in changed:
+            run = view.runs.get(rid)
+            old = self.rows.get(rid)
+            if run is None:
+                if old is not None:
+                    del self.rows[rid]
+                    self.counts[old.state] -= 1
+                    reorder = reorder or old.shown
+                continue
+            row = self._make(run, now)
+            self.rows[rid] = row
+            if old is None:
+                self.counts[row.state] += 1
+                self.transitions.append((rid, row.state))
+                reorder = reorder or row.shown
+            else:
+                if old.state is not row.state:
+                    self.counts[old.state] -= 1
+                    self.counts[row.state] += 1
+                    self.transitions.append((rid, row.state))
+                if old.key != row.key or old.shown != row.shown:
+                    reorder = True
+        if reorder:
+            self.order()
+        return reorder
+
+    def retime(self, now: datetime) -> bool:
+        """Re-judge liveness of every live run; True when the visible order was rebuilt."""
+        changed = False
+        stamp = now.timestamp()
+        for row in self.rows.values():
+            if stamp < row.recheck_at:
+                continue
+            state = unified_state(row.run, now)
+            row.recheck_at = recheck_at(row.run, state)
+            if state is not row.state:
+                row.state = state
+                self._judge(row)
+                self.transitions.append((row.run.id, state))
+                changed = True
+        if changed:
+            self.order()
+        return changed
+
+    def set_query(self, text: str) -> None:
+        self.query = FilterQuery.parse(text)
+        for row in self.rows.values():
+            self._judge(row)
+        self.order()
+
+    def set_sort(self, key: SortKey, reverse: bool | None = None) -> None:
+        self.sort = key
+        if reverse is not None:
+            self.reverse = reverse
+        for row in self.rows.values():
+            row.key = sort_value(row.run, row.state, key)
+        self.order()
+
+    def order(self) -> None:
+        rows = self.rows.values()
+        self.counts = Counter(row.state for row in rows)
+        shown = [r for r in rows if r.shown]
+        shown.sort(key=attrgetter("key"), reverse=self.reverse)
+        self.visible = [r.run.id for r in shown]
+        self.generation += 1
+
+    def drain_transitions(self) -> list[tuple[str, RunState]]:
+        out, self.transitions = self.transitions, []
+        return out
+
+    def row(self, run_id: str) -> RunRow | None:
+        return self.rows.get(run_id)
+
+    def __len__(self) -> int:
+        return len(self.rows)

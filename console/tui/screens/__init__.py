@@ -1,0 +1,1 @@
+"""One screen per view: fleet, inbox, run detail, audit, help."""

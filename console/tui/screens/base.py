@@ -1,0 +1,209 @@
+"""What every view screen shares: the status header, the command bar, the footer, the
+common keys (``/`` ``:`` ``?`` ``esc``) and the action keys with their permission checks.
+
+A viewer (or a read-only context) sees mutating keys dimmed in the footer and cannot
+trigger them; decision keys appear only when an interrupt is selected.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Input, TextArea
+
+from console.model import Action, DecisionKind, Interrupt
+from console.tui.messages import FleetChange
+from console.tui.widgets.command_bar import CommandBar
+from console.tui.widgets.status_header import StatusHeader
+
+if TYPE_CHECKING:
+    from console.tui.app import IrqApp
+
+RUN_ACTIONS: dict[str, Action] = {
+    "pause": Action.PAUSE,
+    "resume": Action.RESUME,
+    "cancel": Action.CANCEL,
+    "terminate": Action.TERMINATE,
+}
+DECISIONS: dict[str, DecisionKind] = {
+    "approve": DecisionKind.APPROVE,
+    "edit": DecisionKind.EDIT,
+    "reject": DecisionKind.REJECT,
+    "respond": DecisionKind.RESPOND,
+}
+MUTATING = frozenset(RUN_ACTIONS) | frozenset(DECISIONS)
+
+# "/" and ":" are priority bindings: they run when the key is read, before the keys typed
+# right after them (same SSH packet) are routed, so those land in the command bar.
+COMMON_BINDINGS = [
+    Binding("question_mark", "help", "help", id="help"),
+    Binding("slash", "filter", "filter", id="filter", priority=True),
+    Binding("colon", "command", "cmd", id="command", priority=True),
+    Binding("escape", "back", "back", show=False, id="back"),
+]
+RUN_BINDINGS = [
+    Binding("p", "pause", "pause", id="pause"),
+    Binding("r", "resume", "resume", id="resume"),
+    Binding("c", "cancel", "cancel", id="cancel"),
+    Binding("x", "terminate", "kill", id="terminate"),
+]
+DECISION_BINDINGS = [
+    Binding("a", "approve", "approve", id="approve"),
+    Binding("e", "edit", "edit", id="edit"),
+    Binding("n", "reject", "reject", id="reject"),
+    Binding("t", "respond", "respond", id="respond"),
+]
+
+
+class ViewScreen(Screen[None]):
+    """Base of fleet, inbox, run detail and audit."""
+
+    VIEW_NAME = ""
+    BINDINGS = COMMON_BINDINGS
+    ready = False  # composed and mounted: safe to push changes into
+
+    @property
+    def irq(self) -> IrqApp:
+        return cast("IrqApp", self.app)
+
+    # ----------------------------------------------------------------- chrome
+
+    def compose_top(self) -> ComposeResult:
+        yield StatusHeader(self.irq.glyphs, id="status")
+
+    def compose_bottom(self) -> ComposeResult:
+        yield CommandBar(id="bar")
+        yield Footer(compact=True, show_command_palette=not self.irq.ascii_only)
+
+    def on_mount(self) -> None:
+        self.ready = True
+        self.set_class(self.irq.ascii_only, "-ascii")
+        self.refresh_header()
+
+    def on_unmount(self) -> None:
+        self.ready = False
+
+    def on_screen_resume(self) -> None:
+        self.fleet_changed(FleetChange(runs=None, interrupts=True, backends=True,
+                                       reordered=True))
+        self.refresh_header()
+        self.refresh_bindings()
+
+    def refresh_header(self) -> None:
+        for header in self.query(StatusHeader):
+            header.show(self.irq.header_info(self.VIEW_NAME))
+
+    # ---------------------------------------------------- hooks for subclasses
+
+    def fleet_changed(self, change: FleetChange) -> None:
+        """Apply one coalesced batch of changes (called at most ~10 times a second)."""
+
+    def tick(self) -> None:
+        """Once a second: ages move on."""
+        self.refresh_header()
+
+    def selected_run_ids(self) -> list[str]:
+        return []
+
+    def selected_interrupt(self) -> Interrupt | None:
+        return None
+
+    def current_filter(self) -> str:
+        return ""
+
+    def apply_filter(self, text: str) -> None:
+        """Filter this screen's list."""
+
+    def focus_main(self) -> None:
+        """Give focus back to the screen's main widget."""
+
+    # ------------------------------------------------------------- permissions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("filter", "command"):
+            return not isinstance(self.focused, Input | TextArea)  # let them type / and :
+        if action in MUTATING and self.irq.mutation_pending:
+            return False  # one confirmation at a time; keys typed meanwhile do nothing
+        if action in DECISIONS:
+            intr = self.selected_interrupt()
+            if intr is None or DECISIONS[action] not in intr.allowed_decisions:
+                return False
+            return True if self.irq.may_mutate()[0] else None
+        if action in RUN_ACTIONS:
+            if not self.selected_run_ids():
+                return None
+            return True if self.irq.may_mutate()[0] else None
+        return True
+
+    # ---------------------------------------------------------------- actions
+
+    def _run_action(self, name: str) -> None:
+        self.irq.request_action(RUN_ACTIONS[name], self.selected_run_ids())
+
+    def _decide(self, name: str) -> None:
+        intr = self.selected_interrupt()
+        if intr is not None:
+            self.irq.request_decision(DECISIONS[name], intr.id)
+
+    def action_pause(self) -> None:
+        self._run_action("pause")
+
+    def action_resume(self) -> None:
+        self._run_action("resume")
+
+    def action_cancel(self) -> None:
+        self._run_action("cancel")
+
+    def action_terminate(self) -> None:
+        self._run_action("terminate")
+
+    def action_approve(self) -> None:
+        self._decide("approve")
+
+    def action_edit(self) -> None:
+        self._decide("edit")
+
+    def action_reject(self) -> None:
+        self._decide("reject")
+
+    def action_respond(self) -> None:
+        self._decide("respond")
+
+    def action_help(self) -> None:
+        self.irq.show_help(self)
+
+    def action_filter(self) -> None:
+        self.query_one(CommandBar).open("filter", self.current_filter())
+
+    def action_command(self) -> None:
+        self.query_one(CommandBar).open("command")
+
+    def action_back(self) -> None:
+        bar = self.query_one(CommandBar)
+        if bar.is_open:
+            bar.action_close()
+            return
+        if self.current_filter():
+            self.apply_filter("")
+            return
+        self.irq.go_back()
+
+    @on(CommandBar.FilterChanged)
+    def _filter_typed(self, event: CommandBar.FilterChanged) -> None:
+        self.apply_filter(event.text)
+
+    @on(CommandBar.Submitted)
+    def _bar_submitted(self, event: CommandBar.Submitted) -> None:
+        self.focus_main()
+        if event.mode == "filter":
+            self.apply_filter(event.text)
+        elif event.text.strip():
+            self.irq.execute_command(event.text, self)
+
+    @on(CommandBar.Closed)
+    def _bar_closed(self) -> None:
+        self.focus_main()

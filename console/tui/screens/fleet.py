@@ -1,0 +1,135 @@
+"""The fleet: one row per run, a summary of counts per state, sort and filter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+
+from console.model import Interrupt
+from console.tui.messages import FleetChange
+from console.tui.run_rows import SORT_CYCLE
+from console.tui.screens.base import DECISION_BINDINGS, RUN_BINDINGS, ViewScreen
+from console.tui.widgets.run_table import RunTable, RunTableHeader
+from console.tui.widgets.summary_line import SummaryLine
+
+
+class FleetScreen(ViewScreen):
+    VIEW_NAME = "fleet"
+
+    BINDINGS = [
+        *RUN_BINDINGS,
+        *(replace(b, show=False) for b in DECISION_BINDINGS),  # footer room: see ? and ^p
+        Binding("s", "sort_next", "sort", id="sort"),
+        Binding("S", "sort_reverse", "reverse sort", show=False, id="sort_reverse"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield SummaryLine(self.irq.glyphs, id="summary")
+        yield RunTableHeader(id="table-header")
+        yield RunTable(self.irq.index, glyphs=self.irq.glyphs, clock=self.irq.clock,
+                       id="runs")
+        yield from self.compose_bottom()
+
+    @property
+    def table(self) -> RunTable:
+        return self.query_one(RunTable)
+
+    _binding_marker: tuple[object, ...] = ()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.table.focus()
+        self._refresh_summary()
+
+    def focus_main(self) -> None:
+        self.table.focus()
+
+    def fleet_changed(self, change: FleetChange) -> None:
+        self.table.rows_changed(change.runs, reordered=change.reordered)
+        self._refresh_summary()
+        self._refresh_bindings_if_needed()
+
+    def _refresh_bindings_if_needed(self) -> None:
+        """Decision keys depend on the selection having an interrupt: refresh the footer
+        only when that flips (a footer refresh per batch would cost a re-layout)."""
+        intr = self.selected_interrupt()
+        marker = (self.table.selected_id, intr.id if intr else None,
+                  tuple(intr.allowed_decisions) if intr else ())
+        if marker != self._binding_marker:
+            self._binding_marker = marker
+            self.refresh_bindings()
+
+    def tick(self) -> None:
+        super().tick()
+        self.table.tick()
+        self._refresh_summary()
+
+    def _empty_text(self) -> str:
+        index, status = self.irq.index, self.irq.status
+        if len(index):
+            return f"no run matches /{index.query.text} (esc clears the filter)"
+        if status.state in ("connecting", "reconnecting"):
+            detail = f": {status.detail}" if status.detail else ""
+            return f"waiting for the gateway at {self.irq.source.url}{detail}"
+        if status.state == "unauthorized":
+            return f"the gateway refused the token: {status.detail}"
+        return "no runs reported by any backend yet"
+
+    def _refresh_summary(self) -> None:
+        index = self.irq.index
+        text = self._empty_text() if not index.visible else ""
+        if text != self.table.empty_text:
+            self.table.empty_text = text
+            self.table.refresh()
+        self.query_one(SummaryLine).show(index.counts, len(index.visible), len(index),
+                                         index.sort.value, index.reverse, index.query.text)
+        arrow = self.irq.glyphs.arrow_down if index.reverse else self.irq.glyphs.arrow_up
+        header = self.query_one(RunTableHeader)
+        header.sort_marker = ({"age": "beat", "id": "run"}.get(index.sort.value,
+                                                                   index.sort.value), arrow)
+        header.redraw()
+
+    # ---------------------------------------------------------------- selection
+
+    def selected_run_ids(self) -> list[str]:
+        selected = self.table.selected_id
+        return [selected] if selected else []
+
+    def selected_interrupt(self) -> Interrupt | None:
+        selected = self.table.selected_id
+        if not selected:
+            return None
+        return self.irq.oldest_pending_interrupt(selected)
+
+    def current_filter(self) -> str:
+        return self.irq.index.query.text
+
+    def apply_filter(self, text: str) -> None:
+        self.irq.index.set_query(text)
+        self.table.rows_changed(None, reordered=True)
+        self._refresh_summary()
+
+    def sort_by(self, key: str, reverse: bool | None = None) -> None:
+        self.irq.index.set_sort(SORT_CYCLE[[k.value for k in SORT_CYCLE].index(key)], reverse)
+        self.table.rows_changed(None, reordered=True)
+        self._refresh_summary()
+
+    def action_sort_next(self) -> None:
+        index = self.irq.index
+        nxt = SORT_CYCLE[(SORT_CYCLE.index(index.sort) + 1) % len(SORT_CYCLE)]
+        self.sort_by(nxt.value)
+
+    def action_sort_reverse(self) -> None:
+        self.sort_by(self.irq.index.sort.value, not self.irq.index.reverse)
+
+    @on(RunTable.Highlighted)
+    def _highlighted(self) -> None:
+        self._refresh_bindings_if_needed()
+
+    @on(RunTable.Chosen)
+    def _chosen(self, event: RunTable.Chosen) -> None:
+        self.irq.open_run(event.run_id)

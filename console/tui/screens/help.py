@@ -1,0 +1,98 @@
+"""``?``: the keys of the screen underneath (as remapped by the config file), the filter
+syntax and the ``:`` commands. Esc, ``?`` or ``q`` closes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from console.tui.command_line import SPECS
+
+
+@dataclass(frozen=True)
+class KeyHelp:
+    keys: str
+    description: str
+    binding_id: str
+    status: str  # "" | "not allowed" | "nothing selected"
+
+
+FILTER_HELP = (
+    ("text", "every word must appear in id, name, native state, step or warnings"),
+    ("state:late,lost", "state is one of (prefixes work; active = not finished)"),
+    ("backend:dbos", "backend (prefix)"),
+    ("ctx:prod", "context"),
+    ("has:interrupt", "also: warning, resource, leak, preempted"),
+    ("-state:completed", "a leading - negates a term"),
+)
+
+
+def keys_table(rows: list[KeyHelp]) -> Table:
+    table = Table(box=None, show_edge=False, pad_edge=False, expand=True)
+    table.add_column("KEY", style="bold", no_wrap=True)
+    table.add_column("ACTION")
+    table.add_column(Text("ID ([keys] in config.toml)"), style="dim", no_wrap=True)
+    for row in rows:
+        desc = Text(row.description)
+        if row.status:
+            desc.append(f"  ({row.status})", style="yellow")
+        table.add_row(row.keys, desc, row.binding_id)
+    return table
+
+
+def reference() -> Group:
+    filters = Table(box=None, show_edge=False, pad_edge=False, expand=True)
+    filters.add_column("FILTER", style="bold", no_wrap=True)
+    filters.add_column("MEANS")
+    for term, means in FILTER_HELP:
+        filters.add_row(term, means)
+    commands = Table(box=None, show_edge=False, pad_edge=False, expand=True)
+    commands.add_column("COMMAND", style="bold", no_wrap=True)
+    commands.add_column("DOES")
+    for spec in SPECS:
+        aliases = f" (:{', :'.join(spec.aliases)})" if spec.aliases else ""
+        commands.add_row(spec.usage, spec.help + aliases)
+    return Group(Text(""), filters, Text(""), commands)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,question_mark,q", "close", "close", id="help_close"),
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > #dialog {
+        width: 100; max-width: 100%; height: auto; max-height: 100%;
+        border: round $primary; padding: 0 1; background: $surface;
+    }
+    HelpScreen.-ascii > #dialog { border: ascii $primary; }
+    HelpScreen #help-body { height: auto; max-height: 100%; }
+    """
+
+    def __init__(self, title: str, rows: list[KeyHelp], ascii_only: bool = False) -> None:
+        super().__init__()
+        self.title_text = title
+        self.rows = rows
+        self.set_class(ascii_only, "-ascii")
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(f"Keys: {self.title_text}   (esc closes)", style="bold"))
+            with VerticalScroll(id="help-body"):
+                yield Static(keys_table(self.rows), id="help-keys")
+                yield Static(reference(), id="help-reference")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

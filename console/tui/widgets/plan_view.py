@@ -1,0 +1,68 @@
+"""An action plan in operator words: targets, operations, kept, released, at risk, warnings.
+
+``plan_text`` is a pure function (used by the confirm dialog, run detail and the results
+dialog); ``PlanView`` is the widget around it.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from console.model import ActionPlan, PlannedResource
+from console.tui.state_display import UNICODE, GlyphSet
+
+
+def _resources(items: list[PlannedResource], many_runs: bool) -> str:
+    return ", ".join(
+        f"{r.id} ({r.kind})" + (f" of {r.run_id}" if many_runs else "") for r in items
+    )
+
+
+def plan_text(plan: ActionPlan, g: GlyphSet = UNICODE, *, targets: bool = True) -> Text:
+    """The plan as styled text; every line starts with a word, not only a colour."""
+    out = Text()
+    many = len(plan.targets) > 1
+
+    def line(label: str, body: str, style: str = "") -> None:
+        out.append(f"{label:<10}", style="bold")
+        out.append(body + "\n", style=style)
+
+    if targets:
+        for i, target in enumerate(plan.targets):
+            line("target" if i == 0 else "", target)
+    for op in plan.operations:
+        line("does", op)
+    if plan.resources_kept:
+        line("keeps", _resources(plan.resources_kept, many), "green")
+    if plan.resources_released:
+        line("releases", _resources(plan.resources_released, many), "yellow")
+    if plan.resources_at_risk:
+        line("at risk", _resources(plan.resources_at_risk, many), "bold red")
+    if not (plan.resources_kept or plan.resources_released or plan.resources_at_risk):
+        line("resources", "none held")
+    for step in plan.will_rerun:
+        line("re-runs", f"{step} (in flight: at-least-once)", "yellow")
+    for warning in plan.warnings:
+        out.append(f"{g.stale} warning ", style="bold red")
+        out.append(warning + "\n", style="red")
+    out.rstrip()
+    return out
+
+
+class PlanView(Static):
+    """Shows one :class:`ActionPlan`."""
+
+    DEFAULT_CSS = """
+    PlanView { height: auto; }
+    """
+
+    def __init__(
+        self, plan: ActionPlan | None, glyphs: GlyphSet = UNICODE, **kwargs: object
+    ) -> None:
+        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        self.glyphs = glyphs
+        self.show_plan(plan)
+
+    def show_plan(self, plan: ActionPlan | None) -> None:
+        self.update(plan_text(plan, self.glyphs) if plan else Text("no plan", style="dim"))

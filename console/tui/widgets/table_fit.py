@@ -1,0 +1,26 @@
+"""Fit a DataTable's columns to a width: fixed columns keep theirs, flexible ones share the
+rest by weight (DataTable has no flexible columns of its own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import DataTable
+
+
+def fit_columns(table: DataTable[Any], width: int, fixed: dict[str, int],
+                flex: dict[str, tuple[int, int]]) -> None:
+    """``flex`` maps column key -> (weight, minimum width)."""
+    if not table.columns or width <= 0:
+        return
+    padding = 2 * table.cell_padding * len(table.columns) + 1  # + the scrollbar
+    room = width - padding - sum(fixed.values())
+    total = sum(w for w, _ in flex.values()) or 1
+    widths = dict(fixed)
+    for key, (weight, minimum) in flex.items():
+        widths[key] = max(minimum, room * weight // total)
+    for key, column in table.columns.items():
+        if str(key.value) in widths:
+            column.auto_width = False
+            column.width = widths[str(key.value)]
+    table.refresh(layout=True)
