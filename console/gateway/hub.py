@@ -30,6 +30,7 @@ from console.semantics import unified_state
 
 HEARTBEAT_HISTORY = 120
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
+FINISHED_RUN_TTL = timedelta(hours=1)  # finished runs leave the live index (audit keeps them)
 MAX_ORPHAN_BEATS = 100_000
 
 
@@ -120,11 +121,15 @@ class Hub:
             self._observed[run.id] = run
             self._refresh(run.id, now)
         for run_id in gone or []:
-            self._observed.pop(run_id, None)
-            self._beats.pop(run_id, None)
-            self.history.pop(run_id, None)
-            if self.runs.pop(run_id, None) is not None:
-                self.publish("run_removed", {"id": run_id})
+            self._forget_run(run_id)
+
+    def _forget_run(self, run_id: str) -> None:
+        self._observed.pop(run_id, None)
+        self._beats.pop(run_id, None)
+        self.history.pop(run_id, None)
+        self.release_checks.pop(run_id, None)
+        if self.runs.pop(run_id, None) is not None:
+            self.publish("run_removed", {"id": run_id})
 
     def _merge(self, run_id: str, now: datetime) -> Run | None:
         observed = self._observed.get(run_id)
@@ -193,6 +198,9 @@ class Hub:
             # silence alone moves running -> late -> lost; refresh only where that happens
             if run.heartbeat_at is not None and unified_state(run, now) is not run.state:
                 self._refresh(run_id, now)
+        for run_id in [r.id for r in self.runs.values()
+                       if r.state.terminal and now - r.updated_at > FINISHED_RUN_TTL]:
+            self._forget_run(run_id)
         for run_id, check in list(self.release_checks.items()):
             if now >= check.deadline:
                 self._suspect_leak(run_id, check)

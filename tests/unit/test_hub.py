@@ -101,3 +101,13 @@ def test_events_since_replays_or_says_too_old():
     assert [e["seq"] for e in hub.events_since(5)] == [6, 7, 8]
     assert hub.events_since(8) == []
     assert hub.events_since(1) is None
+
+
+def test_finished_runs_leave_the_live_index_after_an_hour():
+    hub = Hub()
+    old = utcnow() - timedelta(hours=2)
+    hub.observe_runs([_run(state=RunState.COMPLETED, updated_at=old),
+                      Run(id="dbos:local/live", backend="dbos", context="local", native_id="live")])
+    hub.tick()
+    assert list(hub.runs) == ["dbos:local/live"]
+    assert hub.log[-1]["kind"] == "run_removed" and hub.log[-1]["data"] == {"id": RID}
