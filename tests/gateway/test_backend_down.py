@@ -1,0 +1,53 @@
+"""A backend that is down makes the gateway mark it stale, not crash; it recovers when back."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from console.client import GatewayClient
+from console.gateway.auth import create_token
+from console.gateway.server import Gateway
+from console.gateway.settings import GatewaySettings
+from console.model import Role
+
+
+async def _until(client: GatewayClient, predicate, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met"
+        try:
+            await asyncio.wait_for(client.updates(), 1)
+        except TimeoutError:
+            pass
+
+
+async def test_missing_dbos_database_is_stale_then_recovers_when_it_appears(tmp_path: Path):
+    db = tmp_path / "later" / "sys.db"
+    token = create_token(Role.VIEWER, "watcher", tmp_path)
+    gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=0.02,
+                                 backends=[f"dbos+sqlite:///{db}?poll=0.2"]))
+    await gw.start()
+    try:
+        async with GatewayClient(f"ws://127.0.0.1:{gw.port}", token) as client:
+            def health():
+                return client.view.backends.get("dbos:local")
+
+            await _until(client, lambda: health() is not None and "does not exist" in health().error)
+            assert health().reachable is False
+            assert await client.ping() >= 0  # the gateway itself stays up
+
+            db.parent.mkdir()
+            code = (  # a real DBOS app launching on it creates the system database
+                "from dbos import DBOS\n"
+                f"DBOS(config={{'name': 'late', 'system_database_url': 'sqlite:///{db}'}})\n"
+                "DBOS.launch()\nDBOS.destroy()\n"
+            )
+            proc = await asyncio.create_subprocess_exec(sys.executable, "-c", code)
+            assert await proc.wait() == 0
+            await _until(client, lambda: health().reachable)
+            assert health().error == ""
+    finally:
+        await gw.stop()
