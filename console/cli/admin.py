@@ -123,6 +123,8 @@ def serve_command(
         pass
     except BackendURLError as exc:
         fail(ExitCode.USAGE, str(exc))
+    except RuntimeError as exc:  # JournalInUse: another gateway owns this IRQ_HOME's journal
+        fail(ExitCode.FAILED, str(exc))
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             fail(

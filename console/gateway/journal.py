@@ -5,11 +5,17 @@ Write-ahead rule: the intent of a command is committed *before* the backend is c
 outcome after. After a crash, rows still in ``intent`` are re-driven at start-up with the same
 idempotency key, which the adapters pass to the backend, so a decision is neither lost nor
 delivered twice. WAL mode with ``synchronous=NORMAL`` survives a killed process.
+
+One gateway owns a journal at a time (an exclusive lock on ``<journal>.lock``, released by the
+kernel when the process dies): otherwise two gateways would both re-drive each other's
+unfinished intents.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -92,12 +98,24 @@ class DecisionClaim:
     status: str
 
 
+class JournalInUse(RuntimeError):
+    """Another live gateway owns this journal."""
+
+
 class Journal:
     """Thread-safe; every method is one short transaction."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._owner = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._owner)
+            raise JournalInUse(
+                f"another gateway is running on {path} (use another IRQ_HOME or stop it)"
+            ) from None
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -108,6 +126,7 @@ class Journal:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        os.close(self._owner)  # releases the ownership lock
 
     def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> None:
         with self._lock:

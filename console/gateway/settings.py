@@ -16,7 +16,6 @@ class GatewaySettings:
     home: Path = field(default_factory=state_dir)  # journal (gateway.db) and tokens.json
     certfile: Path | None = None  # both set: wss://
     keyfile: Path | None = None
-    journal_url: str | None = None  # default: sqlite file under home
     max_frame_bytes: int = 1 << 20
     flush_interval_s: float = 0.1  # batched deltas to clients
     heartbeat_coalesce_s: float = 0.25  # heartbeat flood -> one run event per run per window

@@ -65,3 +65,12 @@ async def test_healthz_answers_plain_http(gateway):
     async with httpx.AsyncClient() as http:
         resp = await http.get(gateway.url.replace("ws://", "http://") + "/healthz")
     assert resp.status_code == 200
+
+
+async def test_a_second_gateway_on_the_same_journal_is_refused(gateway):
+    from console.gateway.journal import JournalInUse
+    from console.gateway.server import Gateway
+    from console.gateway.settings import GatewaySettings
+
+    with pytest.raises(JournalInUse, match="another gateway"):
+        Gateway(GatewaySettings(port=0, home=gateway.home))
