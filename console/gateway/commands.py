@@ -100,11 +100,18 @@ class CommandExecutor:
         return list(await asyncio.gather(*(self._run_action(cmd, who, t) for t in targets)))
 
     def _replayed(self, row: CommandRow) -> CommandResult:
+        plan = ActionPlan.model_validate(row.plan) if row.plan else None
+        if row.status == "intent":  # the first copy of this command is still running
+            return CommandResult(
+                id=row.key, action=row.action, target=row.target, outcome="conflict",
+                error="in_progress", plan=plan, replayed=True,
+                detail="the same command (same key) is still in progress; ask again for its result",
+            )
         return CommandResult(
             id=row.key, action=row.action, target=row.target,
-            outcome=row.status if row.status != "intent" else "failed",  # type: ignore[arg-type]
+            outcome=row.status,  # type: ignore[arg-type]
             error=row.error, detail=row.detail or "already executed under this key",
-            plan=ActionPlan.model_validate(row.plan) if row.plan else None, replayed=True,
+            plan=plan, replayed=True,
         )
 
     async def _run_action(self, cmd: Command, who: Principal, target: str) -> CommandResult:

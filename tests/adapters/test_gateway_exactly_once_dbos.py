@@ -151,3 +151,25 @@ async def test_two_clients_approving_at_once_deliver_one_decision(served, dbos_w
     await _wait_decisions(dbos_worker, wid, 1)
     await asyncio.sleep(2)
     assert len(_decisions(dbos_worker, wid)) == 1
+
+
+async def test_the_same_command_sent_twice_at_once_is_executed_once(served, dbos_worker):
+    wid = dbos_worker.enqueue(plan(step("prepare"), deploy(step("ship"))))
+    served.start()
+    async with GatewayClient(served.url, served.tokens["operator"]) as a, \
+            GatewayClient(served.url, served.tokens["admin"]) as b:
+        iid = await _pending(a, wid)
+        approve = Decision(kind=DecisionKind.APPROVE)
+        ra, rb = await asyncio.gather(
+            a.command("decide", [iid], decision=approve, key="same-key"),
+            b.command("decide", [iid], decision=approve, key="same-key"),
+        )
+        results = sorted([ra[0], rb[0]], key=lambda r: r.replayed)
+        assert results[0].outcome == "applied" and not results[0].replayed
+        assert results[1].replayed and (
+            results[1].outcome == "applied" or results[1].error == "in_progress")
+        later = await a.command("decide", [iid], decision=approve, key="same-key")
+        assert later[0].outcome == "applied" and later[0].replayed
+    await _wait_decisions(dbos_worker, wid, 1)
+    await asyncio.sleep(2)
+    assert len(_decisions(dbos_worker, wid)) == 1
