@@ -83,6 +83,12 @@ def open_backend(url: BackendURL | str, ledger: PauseLedger) -> Backend:
     try:
         module = importlib.import_module(KINDS[parsed.kind])
     except ImportError as exc:
+        missing = getattr(exc, "name", None) or ""
+        if missing and KINDS[parsed.kind].startswith(missing):  # the adapter itself is absent
+            raise BackendURLError(
+                f"this irq has no {parsed.kind} adapter yet (the protocol is ready for it: "
+                "backend_adapters/base.py)"
+            ) from exc
         raise BackendURLError(
             f"the {parsed.kind} adapter needs the '{EXTRAS[parsed.kind]}' extra: "
             f"pip install 'irq[{EXTRAS[parsed.kind]}]' ({exc})"

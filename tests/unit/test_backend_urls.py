@@ -25,3 +25,11 @@ def test_temporal_namespace_is_the_path():
 def test_bad_backend_urls_are_rejected_with_a_reason(raw):
     with pytest.raises(BackendURLError):
         parse_backend_url(raw)
+
+
+def test_a_backend_without_an_adapter_says_so():
+    from backend_adapters.base import MemoryPauseLedger
+    from backend_adapters.registry import open_backend
+
+    with pytest.raises(BackendURLError, match="no restate adapter yet"):
+        open_backend("restate+http://127.0.0.1:9070?ingress=http://127.0.0.1:8080", MemoryPauseLedger())
