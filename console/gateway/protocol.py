@@ -115,16 +115,14 @@ AgentFrame = Annotated[Hello | AgentHeartbeat | Ping, Field(discriminator="type"
 _agent_adapter: TypeAdapter[Any] = TypeAdapter(AgentFrame)
 
 
-def _decode(raw: str | bytes) -> dict[str, Any]:
+def _decode(raw: str | bytes, max_bytes: int) -> dict[str, Any]:
+    if len(raw) > max_bytes:
+        raise FrameError("too_large", f"frame exceeds {max_bytes} bytes")
     if isinstance(raw, bytes):
-        if len(raw) > MAX_FRAME_BYTES:
-            raise FrameError("too_large", f"frame exceeds {MAX_FRAME_BYTES} bytes")
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FrameError("malformed", "frame is not UTF-8") from exc
-    if len(raw) > MAX_FRAME_BYTES:
-        raise FrameError("too_large", f"frame exceeds {MAX_FRAME_BYTES} bytes")
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -156,8 +154,10 @@ def _validate(adapter: TypeAdapter[Any], data: dict[str, Any], known: set[str]) 
         raise FrameError("malformed", "frame nests too deeply", _ref(data)) from None
 
 
-def parse_client_frame(raw: str | bytes) -> Hello | Command | Query | Focus | Ping:
-    data = _decode(raw)
+def parse_client_frame(
+    raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
+) -> Hello | Command | Query | Focus | Ping:
+    data = _decode(raw, max_bytes)
     msg = _validate(_client_adapter, data, {"hello", "command", "query", "focus", "ping"})
     if isinstance(msg, Command):
         if msg.action is Action.DECIDE and (msg.decision is None or len(msg.targets) != 1):
@@ -169,8 +169,10 @@ def parse_client_frame(raw: str | bytes) -> Hello | Command | Query | Focus | Pi
     return msg
 
 
-def parse_agent_frame(raw: str | bytes) -> Hello | AgentHeartbeat | Ping:
-    return _validate(_agent_adapter, _decode(raw), {"hello", "heartbeat", "ping"})
+def parse_agent_frame(
+    raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
+) -> Hello | AgentHeartbeat | Ping:
+    return _validate(_agent_adapter, _decode(raw, max_bytes), {"hello", "heartbeat", "ping"})
 
 
 # ------------------------------------------------------------------ gateway -> client

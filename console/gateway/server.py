@@ -240,10 +240,7 @@ class Gateway:
                 flusher = asyncio.create_task(self._flush(ws, sub, wake))
             async for raw in ws:
                 try:
-                    if isinstance(raw, str | bytes) and len(raw) > self.settings.max_frame_bytes:
-                        raise FrameError("too_large",
-                                         f"frame exceeds {self.settings.max_frame_bytes} bytes")
-                    msg = parse_client_frame(raw)
+                    msg = parse_client_frame(raw, self.settings.max_frame_bytes)
                 except FrameError as exc:
                     await ws.send(error_frame(exc.code, exc.message, exc.ref))
                     continue
@@ -266,7 +263,7 @@ class Gateway:
                 await ws.close(1008, "no hello")
                 return None
             try:
-                msg = parse(raw)
+                msg = parse(raw, self.settings.max_frame_bytes)
             except FrameError as exc:
                 await ws.send(error_frame(exc.code, exc.message, exc.ref))
                 continue
@@ -390,10 +387,7 @@ class Gateway:
     async def _agent_session(self, ws: Any) -> None:
         async for raw in ws:
             try:
-                if isinstance(raw, str | bytes) and len(raw) > self.settings.max_frame_bytes:
-                    raise FrameError("too_large",
-                                     f"frame exceeds {self.settings.max_frame_bytes} bytes")
-                msg = parse_agent_frame(raw)
+                msg = parse_agent_frame(raw, self.settings.max_frame_bytes)
                 if isinstance(msg, AgentHeartbeat):
                     self.hub.agent_heartbeat(self._agent_run_id(msg), msg)
                 elif isinstance(msg, Ping):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from console.config import state_dir
+from console.gateway.protocol import MAX_FRAME_BYTES
 
 
 @dataclass
@@ -16,7 +17,7 @@ class GatewaySettings:
     home: Path = field(default_factory=state_dir)  # journal (gateway.db) and tokens.json
     certfile: Path | None = None  # both set: wss://
     keyfile: Path | None = None
-    max_frame_bytes: int = 1 << 20
+    max_frame_bytes: int = MAX_FRAME_BYTES
     flush_interval_s: float = 0.1  # batched deltas to clients
     heartbeat_coalesce_s: float = 0.25  # heartbeat flood -> one run event per run per window
     release_verify_s: float = 15.0  # after pause/cancel, wait this long for the agent's report
