@@ -72,7 +72,10 @@ async def test_views_navigate_and_fleet_filters_by_state_backend_and_text(live_f
     app = live_app(live_fleet)
     async with app.run_test(size=size) as pilot:
         await until(pilot, lambda: len(app.index.visible) >= 10, "runs in the fleet")
-        assert app.status.state == "live" and app.source.role == "operator"
+        # the index is synced by the flush timer straight from the client's view, while the
+        # status arrives as a message: on a busy machine the rows can be drawn first
+        await until(pilot, lambda: app.status.state == "live", "the header to say live")
+        assert app.source.role == "operator"
         fleet = app.screen
         assert isinstance(fleet, FleetScreen)
         await until(pilot, lambda: app.index.counts.get(RunState.WAITING), "a waiting run")
