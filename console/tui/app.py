@@ -358,8 +358,6 @@ class IrqApp(App[None]):
         role = self.source.role
         if role == "viewer":
             return False, "your role is viewer"
-        if isinstance(self.source, RecordedSource):
-            return True, ""
         return True, ""
 
     # ---------------------------------------------------------------- mutations
