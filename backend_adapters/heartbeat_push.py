@@ -2,7 +2,8 @@
 
 For backends without native heartbeats (DBOS, Restate, LangGraph) instrumented agents push
 liveness samples to ``irq serve``. The pusher never raises into the agent and never blocks it:
-``push()`` only stores the frame (the latest one per run; older unsent samples are dropped)
+``push()`` only stores the frame (the latest one per run; older unsent samples are dropped,
+and so is a frame pushed after a newer one of its run, see ``console.semantics.beat_is_stale``)
 and a daemon thread sends them over one websocket, reconnecting with backoff while the gateway
 is down or not configured. A killed process simply goes silent, which is the signal.
 
@@ -22,11 +23,14 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from websockets.sync.client import ClientConnection, connect
+
+from console.semantics import beat_is_stale
 
 log = logging.getLogger("irq.agent.heartbeat")
 
@@ -71,6 +75,16 @@ def heartbeat_frame(
     }
 
 
+def _seq_and_at(frame: Mapping[str, Any]) -> tuple[int, datetime | None]:
+    seq = frame.get("seq")
+    raw = frame.get("at")
+    try:
+        at = datetime.fromisoformat(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        at = None
+    return (seq if isinstance(seq, int) else 0), (at if isinstance(at, datetime) else None)
+
+
 class HeartbeatPusher:
     """Latest-frame-per-run mailbox drained by one sender thread (started on first push)."""
 
@@ -93,13 +107,15 @@ class HeartbeatPusher:
         self._max_backoff = max_backoff_s
         self._open_timeout = open_timeout_s
         self._pending: dict[FrameKey, dict[str, Any]] = {}
+        # the newest (seq, at) accepted per run, so an older frame pushed late is dropped
+        self._accepted: OrderedDict[FrameKey, tuple[int, datetime | None]] = OrderedDict()
         self._sending = 0  # frames taken from the mailbox and not yet sent
         self._cond = threading.Condition()
         self._closing = False
         self._thread: threading.Thread | None = None
         self._ws: ClientConnection | None = None
         self.sent = 0  # frames delivered to the socket (for tests and diagnostics)
-        self.dropped = 0  # unsent frames replaced by a newer one for the same run
+        self.dropped = 0  # unsent frames replaced by a newer one, or older than one accepted
         self.errors: list[dict[str, Any]] = []  # last error frames from the gateway
 
     # ------------------------------------------------------------------------- agent side
@@ -112,9 +128,18 @@ class HeartbeatPusher:
                 frame.get("context"),
                 str(frame.get("native_id")),
             )
+            seq, at = _seq_and_at(frame)
             with self._cond:
                 if self._closing:
                     return
+                last = self._accepted.get(key)
+                if last is not None and beat_is_stale(seq, at, *last):
+                    self.dropped += 1  # built before a frame already queued or sent
+                    return
+                self._accepted[key] = (seq, at)
+                self._accepted.move_to_end(key)
+                while len(self._accepted) > 10 * self._max_pending:
+                    self._accepted.popitem(last=False)
                 if key in self._pending:
                     self.dropped += 1
                     del self._pending[key]  # re-insert: the mailbox stays oldest-first

@@ -31,6 +31,24 @@ def late_margin(interval_s: float) -> float:
     return max(1.0, 0.5 * interval_s)
 
 
+def beat_is_stale(
+    seq: int, at: datetime | None, last_seq: int | None, last_at: datetime | None
+) -> bool:
+    """Is a heartbeat older than the last one accepted for its run?
+
+    An agent can build a beat on one thread while another pushes a newer one (its final
+    ``paused`` report): the older beat, arriving second, must not undo the report. Stale
+    means a lower ``seq`` *and* an ``at`` that is not later, so an agent that restarts its
+    counter in a new execution (a newer ``at``) is still heard, and so is one that sends no
+    ``at`` at all.
+    """
+    if last_seq is None or seq >= last_seq or at is None or last_at is None:
+        return False
+    if (at.tzinfo is None) != (last_at.tzinfo is None):
+        return False  # one naive, one aware: not comparable, so not provably older
+    return at <= last_at
+
+
 def classify_liveness(
     heartbeat_at: datetime | None,
     now: datetime,

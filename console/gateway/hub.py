@@ -26,7 +26,7 @@ from console.model import (
     RunState,
     utcnow,
 )
-from console.semantics import unified_state
+from console.semantics import beat_is_stale, unified_state
 
 HEARTBEAT_HISTORY = 120
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
@@ -60,6 +60,7 @@ class Hub:
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
         self._observed: dict[str, Run] = {}  # as the adapter last reported it
         self._beats: dict[str, AgentHeartbeat] = {}  # latest agent beat per run id
+        self.stale_beats = 0  # beats ignored because a newer one was already accepted
         self.history: dict[str, deque[Heartbeat]] = {}
         self.interrupts: dict[str, Interrupt] = {}
         self._pending_by_run: dict[str, set[str]] = {}  # run id -> pending interrupt ids
@@ -172,6 +173,10 @@ class Hub:
 
     def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat) -> None:
         """Record a beat; the run event goes out at the next coalescing flush."""
+        last = self._beats.get(run_id)
+        if last is not None and beat_is_stale(beat.seq, beat.at, last.seq, last.at):
+            self.stale_beats += 1  # built before the beat we have; would undo its report
+            return
         beat = beat if beat.at else beat.model_copy(update={"at": utcnow()})
         self._beats[run_id] = beat
         if len(self._beats) > MAX_ORPHAN_BEATS + len(self._observed):

@@ -256,7 +256,7 @@ async def test_edit_with_args_failing_the_schema_is_invalid_and_not_delivered(
 async def test_pause_releases_lock_keeps_gpu_and_resume_replays_completed_steps(
     backend, dbos_worker, agent_channel, waiter
 ):
-    wid = dbos_worker.enqueue(plan(step("fetch"), step("plan"), step("train", 2.0), step("report")))
+    wid = dbos_worker.enqueue(plan(step("fetch"), step("plan"), step("train", 4.0), step("report")))
     await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "train")
     outcome = await backend.pause(wid, reason="GPU needed elsewhere", identity="alice")
     assert outcome.operations == [
@@ -316,7 +316,7 @@ async def test_resume_refuses_a_live_pending_run_unless_lost(backend, dbos_worke
 
 async def test_cancel_releases_everything_not_kept_on_cancel(backend, dbos_worker, waiter):
     wid = dbos_worker.enqueue(
-        plan(step("a"), step("b", 1.5), step("c"), resources=[GPU, LOCK, BUDGET])
+        plan(step("a"), step("b", 3.0), step("c"), resources=[GPU, LOCK, BUDGET])
     )
     await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "b")
     await backend.cancel(wid, reason="wrong task", identity="alice")
@@ -344,7 +344,7 @@ async def test_cancel_releases_everything_not_kept_on_cancel(backend, dbos_worke
 async def test_cancel_of_a_paused_run_lets_the_agent_release_what_it_kept(
     backend, dbos_worker, waiter
 ):
-    wid = dbos_worker.enqueue(plan(step("a", 0.8), step("b")))
+    wid = dbos_worker.enqueue(plan(step("a", 3.0), step("b")))
     await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "a")
     await backend.pause(wid, reason="hold", identity="alice")
     await run_where(backend, wid, waiter, lambda r: r.details.get("agent_phase") == "paused")
@@ -386,7 +386,7 @@ async def test_sigkilled_worker_leaves_run_pending_and_recovery_marks_it_preempt
     worker = dbos_worker_factory("w-crash", root=tmp_path)
     backend = open_backend(f"dbos+sqlite:///{worker.db}", MemoryPauseLedger())
     await backend.start()
-    wid = worker.enqueue(plan(step("one"), step("two", 2.0), step("three")))
+    wid = worker.enqueue(plan(step("one"), step("two", 4.0), step("three")))
     await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "two")
     worker.kill()
     run = await backend.get_run(wid)

@@ -102,7 +102,8 @@ def test_gateway_down_keeps_latest_frame_per_run_and_delivers_after_it_comes_up(
         for seq in range(1, 50):
             pusher.push(beat("wf-a", seq))
         pusher.push(beat("wf-b", 7, "paused"))
-        assert time.monotonic() - started < 0.5, "push never blocks the agent"
+        # connecting would take up to open_timeout_s (3 s): the agent's thread never waits for it
+        assert time.monotonic() - started < 2.0, "push never blocks the agent"
         assert not pusher.flush(0.2)
         gw = Gateway(port)
         try:
@@ -111,6 +112,32 @@ def test_gateway_down_keeps_latest_frame_per_run_and_delivers_after_it_comes_up(
             assert by_run["wf-a"]["seq"] == 49 and by_run["wf-b"]["phase"] == "paused"
             assert pusher.dropped >= 48
             assert pusher.flush(2.0)
+        finally:
+            gw.close()
+    finally:
+        pusher.close(0.2)
+
+
+def test_a_frame_built_before_a_newer_one_of_its_run_is_dropped_queued_or_sent():
+    """The beat thread builds seq N; the agent's final report (N+1) is pushed first."""
+    port = free_port()
+    pusher = HeartbeatPusher(f"ws://127.0.0.1:{port}/agent", "t", min_backoff_s=0.05)
+    try:
+        stale = beat("wf-1", 10)
+        final = beat("wf-1", 11, "paused")
+        pusher.push(final)
+        pusher.push(stale)  # while the final report is still queued
+        gw = Gateway(port)
+        try:
+            wait(lambda: len(gw.beats()) == 1)
+            assert pusher.flush(2.0)
+            pusher.push(stale)  # after it was sent
+            restarted = beat("wf-1", 1)  # a new execution that counts from 1 again, later
+            pusher.push(restarted)
+            wait(lambda: len(gw.beats()) == 2)
+            assert pusher.flush(2.0)
+            assert [(b["seq"], b["phase"]) for b in gw.beats()] == [(11, "paused"), (1, "running")]
+            assert pusher.dropped == 2
         finally:
             gw.close()
     finally:

@@ -4,12 +4,13 @@ at 80x24 and 160x48."""
 from __future__ import annotations
 
 import pytest
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Button
 from tui_pilot import SIZES, filter_list, live_app, live_state, type_text, until
 
 from console.model import DecisionKind, Interrupt, RunState
 from console.tui.app import IrqApp
+from console.tui.run_filter import haystack_of
 from console.tui.screens.audit import AuditScreen
 from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.help import HelpScreen
@@ -85,12 +86,22 @@ async def test_views_navigate_and_fleet_filters_by_state_backend_and_text(live_f
         assert {app.index.rows[r].state for r in app.index.visible} == {RunState.WAITING}
         await filter_list(pilot, "backend:dbos research")
         assert app.index.visible
-        assert all("research" in r for r in app.index.visible)
+        # free text searches id, name, native state and the step in flight
+        assert all("research" in haystack_of(app.index.rows[r].run) for r in app.index.visible)
+        assert all(r.startswith("dbos:") for r in app.index.visible)
         await pilot.press("escape")
         assert app.index.query.empty and len(app.index.visible) == len(app.index)
 
-        await pilot.press("home", "j", "j", "k")
-        selected = fleet.table.selected_id
+        # sorted by id, rows move only when a run appears (the fleet starts new ones): retry then
+        await pilot.press("colon")
+        await type_text(pilot, "sort id")
+        await pilot.press("enter")
+        for _attempt in range(5):
+            runs_before = len(app.index)
+            await pilot.press("home", "j", "j", "k")
+            selected = fleet.table.selected_id
+            if len(app.index) == runs_before:
+                break
         assert fleet.table.cursor == 1 and selected == app.index.visible[1]
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, RunDetailScreen), "run detail")
@@ -333,7 +344,8 @@ async def test_every_action_is_reachable_by_keyboard_alone(live_fleet, size):
                         and not app.mutation_pending, "closed")
             return dialog
 
-        run_id = running_with_resources(app, "")
+        await until(pilot, lambda: running_with_resources(app, ""), "a running run")
+        run_id = running_with_resources(app, "")  # no await since the wait: the same run
         assert run_id
         await filter_list(pilot, run_id.split("/", 1)[1])
         for key, verb in (("p", "pause"), ("r", "resume"), ("c", "cancel"), ("x", "terminate")):
@@ -358,7 +370,16 @@ async def test_every_action_is_reachable_by_keyboard_alone(live_fleet, size):
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette), "command palette")
         await type_text(pilot, "go to audit")
-        await pilot.pause(0.5)
+        palette = app.screen
+        assert isinstance(palette, CommandPalette)
+
+        def offers_audit() -> bool:  # the palette searches in the background
+            commands = palette.query_one(CommandList)
+            index = commands.highlighted
+            return index is not None and "audit" in str(
+                commands.get_option_at_index(index).prompt).lower()
+
+        await until(pilot, offers_audit, "the palette to offer the audit screen")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, AuditScreen), "audit via palette")
         await pilot.press("1")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tui_pilot import until
 
 from console.model import DecisionKind
 from console.tui.app import IrqApp
@@ -42,6 +43,11 @@ def refund_interrupt(app: IrqApp) -> str:
 
 
 async def settle(pilot: Any) -> None:
+    """Wait for the recording's rows and status to be applied (a timer and a message, which a
+    loaded machine can delay), then let the screen draw."""
+    app = pilot.app
+    await until(pilot, lambda: app.index.visible and app.status.state == "recorded",
+                "the recorded fleet on screen", timeout=30)
     await pilot.pause(0.3)
 
 

@@ -34,14 +34,26 @@ def test_heartbeat_flood_is_coalesced_into_one_run_event():
     assert len(hub.history[RID]) == 120
 
 
+def test_a_beat_older_than_the_accepted_one_does_not_undo_a_pause_report():
+    hub = Hub()
+    hub.observe_runs([_run()])
+    t = utcnow()
+    hub.agent_heartbeat(RID, _beat(seq=11, at=t, phase="paused"))
+    hub.agent_heartbeat(RID, _beat(seq=10, at=t - timedelta(milliseconds=5), phase="running"))
+    assert hub.stale_beats == 1 and hub._beats[RID].phase == "paused"
+    # a new execution whose counter starts again, with a later time, is heard
+    hub.agent_heartbeat(RID, _beat(seq=1, at=t + timedelta(seconds=1), phase="running"))
+    assert hub.stale_beats == 1 and hub._beats[RID].seq == 1
+
+
 def test_silence_turns_a_run_late_then_lost_without_any_event_from_the_agent():
     hub = Hub()
     hub.observe_runs([_run()])
-    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=4.6)))
+    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=4.0)))
     hub.flush_heartbeats()
-    assert hub.runs[RID].state is RunState.LATE
+    assert hub.runs[RID].state is RunState.LATE  # late after 2 s, lost after 5 s
     seq = hub.seq
-    time.sleep(0.5)  # no beat: the timeout (5 s) passes in silence
+    time.sleep(1.1)  # no beat: the timeout (5 s) passes in silence
     hub.tick()
     assert hub.runs[RID].state is RunState.LOST
     assert [e["data"]["state"] for e in hub.log if e["seq"] > seq] == ["lost"]

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from console.model import Action, Resource, Run, RunState
 from console.semantics import (
     action_conflict,
+    beat_is_stale,
     classify_liveness,
     plan,
     recoverability_warnings,
@@ -25,6 +26,17 @@ def _run(**kw) -> Run:
 
 def _ago(s: float) -> datetime:
     return NOW - timedelta(seconds=s)
+
+
+def test_a_beat_is_stale_only_when_both_its_seq_and_its_time_are_older():
+    assert beat_is_stale(10, _ago(1), 11, NOW)
+    assert beat_is_stale(10, NOW, 11, NOW)  # same instant, lower seq: the later push lost
+    assert not beat_is_stale(12, _ago(1), 11, NOW)  # a higher seq always counts
+    assert not beat_is_stale(11, NOW, 11, NOW)
+    assert not beat_is_stale(1, NOW, 11, _ago(1))  # a restarted counter, later: heard
+    assert not beat_is_stale(1, None, 11, NOW)  # no time given: never dropped on seq alone
+    assert not beat_is_stale(1, NOW, None, None)  # the first beat of a run
+    assert not beat_is_stale(1, NOW.replace(tzinfo=None), 11, NOW)  # naive vs aware
 
 
 def test_liveness_moves_running_late_lost_with_heartbeat_age():

@@ -21,7 +21,11 @@ async def test_heartbeat_age_and_resources_visible(
     assert adapter.capabilities().native_heartbeats
     start_worker()
     temporal_server.start_workflow("hb-1", "TrainAgent", task_queue, train_params(tmp_path, "hb"))
-    run = await wait_run(adapter, "hb-1", lambda r: r.heartbeat_at is not None and r.progress)
+    run = await wait_run(
+        adapter,
+        "hb-1",
+        lambda r: r.heartbeat_at is not None and r.progress and r.state is RunState.RUNNING,
+    )
 
     assert run.state is RunState.RUNNING
     assert run.heartbeat_timeout_s == HEARTBEAT_TIMEOUT_S
@@ -101,9 +105,11 @@ async def test_sigkill_turns_run_late_then_lost(
     for wid, states in seen.items():
         assert "late" in states and "lost" in states, (wid, states)
         assert states["late"] < states["lost"]
-        # late comes at ~cadence + margin (0.5 + 1 s) after the last heartbeat
-        assert states["late"] < 2.5
-        # the server times out at last heartbeat + timeout; allow polling and describe lag
+        # late comes at ~cadence + margin (0.5 + 1 s) after the last heartbeat: the console
+        # notices the silence before the server's heartbeat timeout fires
         hb_gap = (killed_at - last_hb[wid]).total_seconds()
-        assert states["lost"] <= HEARTBEAT_TIMEOUT_S - hb_gap + 1.5
+        assert states["late"] < HEARTBEAT_TIMEOUT_S - hb_gap
+        # the server times out at last heartbeat + timeout; allow polling and describe lag
+        # (a second on an idle machine; a loaded one is given three)
+        assert states["lost"] <= HEARTBEAT_TIMEOUT_S - hb_gap + 3.0
         assert states["lost"] >= HEARTBEAT_TIMEOUT_S - 1.0

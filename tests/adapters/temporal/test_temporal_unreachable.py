@@ -26,7 +26,7 @@ async def test_down_and_hung_server_degrade_then_recover(own_temporal_server) ->
         started = time.monotonic()
         with pytest.raises(Unreachable, match="did not answer"):
             await backend.observe()
-        assert time.monotonic() - started < 3.0  # bounded by the 1 s deadline per call
+        assert time.monotonic() - started < 4.5  # bounded by the 1 s deadline (default: 5 s)
         with pytest.raises(Unreachable):
             await backend.get_run("idle-1")
         server.thaw()
@@ -40,7 +40,7 @@ async def test_down_and_hung_server_degrade_then_recover(own_temporal_server) ->
             await backend.observe()
         with pytest.raises(Unreachable):
             await backend.pause("idle-1", reason="x", identity="y")
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 4.5
 
         # back (same ports, same database): the same adapter recovers without a restart
         server.start()
