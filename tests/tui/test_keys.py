@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from textual.binding import Binding
+from tui_pilot import until
 
 from console.tui.app import IrqApp, _class_bindings
 from console.tui.command_line import BY_NAME
@@ -80,7 +81,6 @@ async def test_keys_typed_right_after_slash_land_in_the_filter_not_on_the_table(
         await pilot.pause(0.2)
         for key, char in (("slash", "/"), ("p", "p"), ("c", "c"), ("x", "x")):
             app.post_message(events.Key(key, char))
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.index.query.text == "pcx", "the filter applied")
         assert app.screen.query_one(CommandBar).input.value == "pcx"
-        assert app.index.query.text == "pcx"
         assert not app.mutation_pending

@@ -216,8 +216,8 @@ async def test_edit_blocks_invalid_arguments_then_sends_a_valid_edit(live_fleet,
         amount = str(intr.args["amount"])
         await pilot.press("down", "end", "left", *["backspace"] * len(amount))
         await type_text(pilot, "9999")
-        await pilot.pause(0.2)
-        assert editor.error is not None and "amount" in editor.error
+        await until(pilot, lambda: editor.error is not None and yes.disabled, "the schema error")
+        assert "amount" in editor.error
         assert "5000" in editor.error
         assert yes.disabled, "invalid arguments cannot be submitted"
         await pilot.press("tab", "tab", "tab")  # reason -> No -> (Yes is disabled: skipped)
@@ -226,8 +226,7 @@ async def test_edit_blocks_invalid_arguments_then_sends_a_valid_edit(live_fleet,
         editor.text_area.focus()
         await pilot.press(*["backspace"] * 4)
         await type_text(pilot, "100")
-        await pilot.pause(0.2)
-        assert editor.error is None and not yes.disabled
+        await until(pilot, lambda: editor.error is None and not yes.disabled, "a valid edit")
         assert editor.value["amount"] == 100
         await pilot.press("tab")
         results = await confirm_with_yes(pilot, app, "tui test: partial refund")
@@ -275,8 +274,7 @@ async def test_respond_answers_in_the_tools_place(live_fleet, size):
         yes = dialog.query_one("#yes", Button)
         assert yes.disabled, "an empty response cannot be sent"
         await type_text(pilot, "the DACH market first")
-        await pilot.pause(0.1)
-        assert not yes.disabled
+        await until(pilot, lambda: not yes.disabled, "Yes enabled by a response")
         await pilot.press("tab")
         results = await confirm_with_yes(pilot, app, "tui test: answered")
         assert [(r.target, r.outcome) for r in results.results] == [(intr.id, "applied")]
