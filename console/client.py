@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -363,6 +364,13 @@ class ConnectionStatus:
     attempts: int = 0
 
 
+async def call_back(cb: Callable[..., Awaitable[None] | None], *args: Any) -> None:
+    """Call ``cb`` and await what it returns, if that is awaitable (callbacks may be either)."""
+    out = cb(*args)
+    if inspect.isawaitable(out):
+        await out
+
+
 class LiveSession:
     """Keeps a subscribed client connected; resumes from the last seq after each reconnect."""
 
@@ -389,15 +397,10 @@ class LiveSession:
     def stop(self) -> None:
         self._stop.set()
 
-    async def _emit(self, cb: Callable[..., Awaitable[None] | None], *args: Any) -> None:
-        out = cb(*args)
-        if asyncio.iscoroutine(out):
-            await out
-
     async def run(self) -> None:
         attempts = 0
         while not self._stop.is_set():
-            await self._emit(
+            await call_back(
                 self.on_status,
                 ConnectionStatus(
                     "connecting" if attempts == 0 else "reconnecting", "", attempts=attempts
@@ -407,11 +410,11 @@ class LiveSession:
             try:
                 await client.connect()
             except Unauthorized as exc:
-                await self._emit(self.on_status, ConnectionStatus("unauthorized", exc.message))
+                await call_back(self.on_status, ConnectionStatus("unauthorized", exc.message))
                 return
             except GatewayError as exc:
                 attempts += 1
-                await self._emit(
+                await call_back(
                     self.on_status, ConnectionStatus("reconnecting", exc.message, attempts=attempts)
                 )
                 await self._sleep(min(self.max_backoff, 0.25 * 2**attempts))
@@ -419,18 +422,18 @@ class LiveSession:
             self.client = client
             attempts = 0
             try:
-                await self._emit(self.on_status, ConnectionStatus("live", client.server))
+                await call_back(self.on_status, ConnectionStatus("live", client.server))
                 while not self._stop.is_set():
                     batch = await self._next(client)
                     if batch is None:
                         break
-                    await self._emit(self.on_update, self.view, batch)
+                    await call_back(self.on_update, self.view, batch)
             finally:  # also when the task is cancelled: never leave the socket half-open
                 self.client = None
                 await client.close()
             if not self._stop.is_set():
                 attempts += 1
-                await self._emit(
+                await call_back(
                     self.on_status,
                     ConnectionStatus(
                         "reconnecting", client.closed_reason or "connection lost", attempts=attempts

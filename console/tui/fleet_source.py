@@ -20,6 +20,7 @@ from console.client import (
     GatewayError,
     GatewayUnreachable,
     LiveSession,
+    call_back,
 )
 from console.model import Action, ActionPlan, AuditEntry, CommandResult, Decision, utcnow
 from console.semantics import plan as compute_plan
@@ -160,12 +161,8 @@ class RecordedSource:
         return self._identity
 
     async def run(self, on_update: UpdateCallback, on_status: StatusCallback) -> None:
-        out = on_status(ConnectionStatus("recorded", self.url))
-        if out is not None:
-            await out
-        out = on_update(self.view, [{"kind": "snapshot", "seq": self.view.seq}])
-        if out is not None:
-            await out
+        await call_back(on_status, ConnectionStatus("recorded", self.url))
+        await call_back(on_update, self.view, [{"kind": "snapshot", "seq": self.view.seq}])
 
     def stop(self) -> None:
         pass
