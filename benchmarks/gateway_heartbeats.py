@@ -170,13 +170,12 @@ def main() -> None:
 
     from console.gateway.auth import create_token
     from console.model import Role
+    from console.processes import free_port
 
     home = tempfile.mkdtemp(prefix="irq-bench-")
     agent = create_token(Role.AGENT, "bench-agent", Path(home))
     viewer = create_token(Role.VIEWER, "bench-viewer", Path(home))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = multiprocessing.get_context("spawn").Process(
         target=_serve, args=(port, home, args.runs), daemon=True)
     proc.start()

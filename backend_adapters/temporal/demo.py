@@ -54,8 +54,9 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
     """The dev server and the demo worker; None without ``temporalio`` or the CLI."""
     if importlib.util.find_spec("temporalio") is None:
         return None
-    from backend_adapters.temporal.dev_server import free_port, temporal_cli
+    from backend_adapters.temporal.dev_server import temporal_cli
     from console.demo.launcher import DemoExtension, DemoProcess, say
+    from console.processes import free_port
 
     try:
         cli = temporal_cli()

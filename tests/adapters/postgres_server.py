@@ -18,7 +18,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from console.processes import free_port
 
 PG_BIN = Path(os.environ.get("IRQ_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PG_USER = "postgres"  # the OS user the server runs as (as root) and the database superuser
@@ -98,12 +99,6 @@ def _requirements() -> list[str]:
     return [setpriv, f"--reuid={PG_USER}", f"--regid={PG_USER}", "--init-groups", "--"]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """Fast shutdown (SIGINT) of the postmaster by its pid; immediate (SIGQUIT), then SIGKILL."""
     for sig, wait_s in ((signal.SIGINT, 10.0), (signal.SIGQUIT, 5.0), (signal.SIGKILL, 5.0)):
@@ -128,7 +123,7 @@ def _start(prefix: list[str], data_dir: Path, log: Path) -> tuple[subprocess.Pop
     import psycopg
 
     for _attempt in range(3):
-        port = _free_port()
+        port = free_port()
         options = [f"-c{k}={v}" for k, v in FAST.items()]
         cmd = [*prefix, str(PG_BIN / "postgres"), "-D", str(data_dir), "-p", str(port),
                "-k", str(data_dir.parent), *options]  # fmt: skip

@@ -11,16 +11,9 @@ from pathlib import Path
 
 from backend_adapters.base import MemoryPauseLedger
 from backend_adapters.registry import open_backend
+from console.processes import pid_alive
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_fleet_runs_agents_preempts_a_worker_and_stops_its_children(
@@ -72,9 +65,9 @@ async def test_fleet_runs_agents_preempts_a_worker_and_stops_its_children(
         fleet.wait(20)
     assert fleet.returncode == 0
     deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(pid_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert workers and not any(_alive(pid) for pid in workers)
+    assert workers and not any(pid_alive(pid) for pid in workers)
 
 
 def _started(backend):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -11,6 +10,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import ServerConnection, serve
 
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame
+from console.processes import free_port
 
 
 class Gateway:
@@ -54,12 +54,6 @@ def wait(predicate, timeout_s: float = 5.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not met"
         time.sleep(0.02)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def beat(native_id: str, seq: int, phase: str = "running") -> dict:

@@ -22,20 +22,15 @@ from test_dbos_adapter import deploy, plan, step
 from console.client import GatewayClient, GatewayUnreachable
 from console.gateway.auth import create_token
 from console.model import Decision, DecisionKind, Role
+from console.processes import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServedGateway:
     def __init__(self, home: Path, db: Path) -> None:
         self.home, self.db = home, db
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.log = home / "gateway.log"
@@ -60,13 +55,8 @@ class ServedGateway:
         raise RuntimeError("gateway did not start:\n" + self.log.read_text()[-3000:])
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        if self.process:
+            stop_process(self.process)
 
 
 @pytest.fixture

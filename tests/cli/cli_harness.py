@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from typer.testing import CliRunner
+
+from console.processes import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VARS = ("IRQ_URL", "IRQ_TOKEN", "IRQ_CONTEXT", "IRQ_DEBUG")
@@ -47,22 +47,6 @@ def irq_process(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop_process(proc: subprocess.Popen[bytes] | subprocess.Popen[str], grace: float = 10) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def gateway_ready(url: str, token: str) -> bool:

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_harness import ENV_VARS, ServedGateway, start_gateway, stop_process
+from cli_harness import ENV_VARS, ServedGateway, start_gateway
+
+from console.processes import stop_process
 
 
 @pytest.fixture

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import ROOT, ServedGateway, free_port, irq, start_gateway, stop_process
+from cli_harness import ROOT, ServedGateway, irq, start_gateway
+
+from console.processes import free_port, stop_process
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_harness import ROOT, free_port, irq, irq_process
+from cli_harness import ROOT, irq, irq_process
 
 from console.config import Config, Context, save_config
+from console.processes import free_port
 
 SUBCOMMANDS = [
     "runs",

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_harness import ROOT, free_port, irq
+from cli_harness import ROOT, irq
 
 from console.config import Config, Context, load_config, save_config
 from console.demo.launcher import (
@@ -28,6 +28,7 @@ from console.demo.launcher import (
 )
 from console.gateway.auth import TokenStore, tokens_path
 from console.model import Role
+from console.processes import free_port, pid_alive
 
 
 def test_demo_paths_live_under_irq_home(irq_home: Path):
@@ -95,18 +96,6 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is not alive; the launcher reaps its children, so /proc tells the truth
-    try:
-        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
 def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_home: Path):
     port = free_port()
     log = irq_home / "demo-launcher.err"
@@ -157,7 +146,7 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
                 proc.kill()
     assert code == 0, log.read_text()
     for pid in pids:
-        assert not _alive(pid), f"child {pid} survived the demo"
+        assert not pid_alive(pid), f"child {pid} survived the demo"
 
 
 def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:
@@ -218,7 +207,7 @@ def test_demo_with_the_tui_on_a_terminal_stops_every_child_on_a_signal(
         assert status is not None and os.WIFEXITED(status), status
         assert os.WEXITSTATUS(status) == 0
         for child in pids:
-            assert not _alive(child), f"child {child} survived the demo"
+            assert not pid_alive(child), f"child {child} survived the demo"
     finally:
         with contextlib.suppress(ChildProcessError):
             if os.waitpid(pid, os.WNOHANG) == (0, 0):

@@ -8,7 +8,6 @@ reaches the agent; stopping by pid leaves no process behind.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
@@ -19,14 +18,7 @@ from backend_adapters.temporal.demo import demo_extension
 from backend_adapters.temporal.demo_agents import LANES
 from console.demo.launcher import DemoEnvironment, DemoExtension, DemoProcess
 from console.model import Decision, DecisionKind, Interrupt, Run, RunState
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+from console.processes import pid_alive
 
 
 def test_extension_shape(tmp_path: Path) -> None:
@@ -139,5 +131,5 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
         for process in reversed(started):
             process.stop(grace_s=10)
     for process in started:
-        assert process.pid is not None and not _alive(process.pid), process.name
+        assert process.pid is not None and not pid_alive(process.pid), process.name
         assert process.exit_code() == 0, (process.name, process.log_tail())
