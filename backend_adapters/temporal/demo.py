@@ -29,10 +29,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
-
 if TYPE_CHECKING:
     from temporalio.client import Client
 
@@ -54,7 +50,7 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
     """The dev server and the demo worker; None without ``temporalio`` or the CLI."""
     if importlib.util.find_spec("temporalio") is None:
         return None
-    from backend_adapters.temporal.dev_server import temporal_cli
+    from backend_adapters.temporal.dev_server import DevServer, temporal_cli
     from console.demo.launcher import DemoExtension, DemoProcess, say
     from console.processes import free_port
 
@@ -69,31 +65,12 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
     while len(ports) < 3:
         ports.add(free_port())
     grpc_port, http_port, metrics_port = sorted(ports)
-    http_url = f"http://127.0.0.1:{http_port}"
+    dev = DevServer(workdir, grpc_port, http_port, metrics_port)
     server = DemoProcess(
         name="temporal",
-        argv=[
-            cli,
-            "server",
-            "start-dev",
-            "--headless",
-            "--ip",
-            "127.0.0.1",
-            "--db-filename",
-            str(workdir / "temporal.db"),
-            "--port",
-            str(grpc_port),
-            "--http-port",
-            str(http_port),
-            "--metrics-port",
-            str(metrics_port),
-            "--search-attribute",
-            f"{SEARCH_ATTRIBUTE}={SEARCH_ATTRIBUTE_TYPE}",
-            "--log-level",
-            "error",
-        ],  # fmt: skip
+        argv=dev.argv(cli),
         log=env.demo_dir / "temporal-server.log",
-        ready=lambda: server_ready(http_url),
+        ready=dev.answers,
     )
     worker = DemoProcess(
         name="t-worker",
@@ -103,7 +80,7 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
             "backend_adapters.temporal.demo",
             "worker",
             "--address",
-            f"127.0.0.1:{grpc_port}",
+            dev.address,
             "--task-queue",
             TASK_QUEUE,
             "--dir",
@@ -114,19 +91,10 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
     )
     return DemoExtension(
         name="temporal",
-        backends=[f"temporal+{http_url}/{NAMESPACE}"],
+        backends=[dev.backend_url()],
         servers=[server],
         agents=[worker],
     )
-
-
-def server_ready(http_url: str) -> bool:
-    """The dev server answers its HTTP API for the namespace."""
-    try:
-        r = httpx.get(f"{http_url}/api/v1/namespaces/{NAMESPACE}", timeout=1.0)
-    except httpx.HTTPError:
-        return False
-    return r.status_code == 200
 
 
 # ------------------------------------------------------------------------------ the worker

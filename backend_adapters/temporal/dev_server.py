@@ -64,11 +64,10 @@ class DevServer:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, timeout: float = 60.0) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 (closed with the process)
-        cmd = [
-            temporal_cli(),
+    def argv(self, cli: str | None = None) -> list[str]:
+        """The ``temporal server start-dev`` command line for these ports and directory."""
+        return [
+            cli or temporal_cli(),
             "server",
             "start-dev",
             "--headless",
@@ -87,7 +86,21 @@ class DevServer:
             "--log-level",
             "error",
         ]
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+
+    def answers(self) -> bool:
+        """The server answers its HTTP API for the default namespace."""
+        try:
+            r = httpx.get(f"{self.http_url}/api/v1/namespaces/default", timeout=1.0)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 (closed with the process)
+        self.proc = subprocess.Popen(
+            self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -96,12 +109,8 @@ class DevServer:
                     f"temporal dev server exited ({self.proc.returncode}): "
                     + (self.workdir / "server.log").read_text()[-2000:]
                 )
-            try:
-                r = httpx.get(f"{self.http_url}/api/v1/namespaces/default", timeout=1.0)
-                if r.status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+            if self.answers():
+                return
             time.sleep(0.2)
         self.stop()
         raise RuntimeError("temporal dev server did not become ready")
