@@ -26,6 +26,51 @@ class Outcome:
     stderr: str
 
 
+# the JSON that -o json prints is a contract (DESIGN.md §5): fields are added, never renamed
+RUN_FIELDS = {
+    "id",
+    "backend",
+    "context",
+    "native_id",
+    "name",
+    "state",
+    "native_state",
+    "heartbeat_age_s",
+    "heartbeat_timeout_s",
+    "progress",
+    "resources",
+    "interrupts",
+    "warnings",
+    "updated_at",
+}
+RESOURCE_FIELDS = {"id", "kind", "on_pause", "on_cancel", "state"}
+INTERRUPT_FIELDS = {
+    "id",
+    "run_id",
+    "title",
+    "description",
+    "action",
+    "args",
+    "args_schema",
+    "allowed_decisions",
+    "created_at",
+    "age_s",
+    "status",
+    "decision",
+}
+PLAN_FIELDS = {
+    "action",
+    "targets",
+    "operations",
+    "resources_kept",
+    "resources_released",
+    "warnings",
+}
+STEP_FIELDS = {"index", "name", "status", "started_at", "completed_at"}
+RESULT_FIELDS = {"id", "action", "target", "outcome", "detail", "plan"}
+AUDIT_FIELDS = {"at", "identity", "role", "action", "target", "reason", "outcome", "plan"}
+
+
 def irq(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Outcome:
     """Run the CLI in-process (typer's CliRunner; stdin is not a terminal)."""
     from console.cli.app import app

@@ -10,18 +10,7 @@ import subprocess
 import sys
 import time
 
-from cli_harness import ROOT, ServedGateway, irq
-
-RUN_PLAN_FIELDS = {
-    "action",
-    "targets",
-    "operations",
-    "resources_kept",
-    "resources_released",
-    "warnings",
-}
-RESULT_FIELDS = {"id", "action", "target", "outcome", "detail", "plan"}
-AUDIT_FIELDS = {"at", "identity", "role", "action", "target", "reason", "outcome", "plan"}
+from cli_harness import AUDIT_FIELDS, RESULT_FIELDS, ROOT, ServedGateway, irq
 
 
 def test_runs_lists_nothing_in_every_format(served_gateway: ServedGateway):

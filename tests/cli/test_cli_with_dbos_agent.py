@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import ROOT, ServedGateway, irq, start_gateway
+from cli_harness import (
+    INTERRUPT_FIELDS,
+    PLAN_FIELDS,
+    RESOURCE_FIELDS,
+    ROOT,
+    RUN_FIELDS,
+    STEP_FIELDS,
+    ServedGateway,
+    irq,
+    start_gateway,
+)
 
 from console.processes import free_port, stop_process
 
@@ -25,46 +35,6 @@ pytestmark = [
 
 RUN_ID = "dbos:local/wf-cli-1"
 INTERRUPT_ID = "dbos:local/wf-cli-1#wf-cli-1/1"
-RUN_FIELDS = {
-    "id",
-    "backend",
-    "context",
-    "native_id",
-    "name",
-    "state",
-    "native_state",
-    "heartbeat_age_s",
-    "heartbeat_timeout_s",
-    "progress",
-    "resources",
-    "interrupts",
-    "warnings",
-    "updated_at",
-}
-RESOURCE_FIELDS = {"id", "kind", "on_pause", "on_cancel", "state"}
-INTERRUPT_FIELDS = {
-    "id",
-    "run_id",
-    "title",
-    "description",
-    "action",
-    "args",
-    "args_schema",
-    "allowed_decisions",
-    "created_at",
-    "age_s",
-    "status",
-    "decision",
-}
-PLAN_FIELDS = {
-    "action",
-    "targets",
-    "operations",
-    "resources_kept",
-    "resources_released",
-    "warnings",
-}
-STEP_FIELDS = {"index", "name", "status", "started_at", "completed_at"}
 
 
 @dataclass
