@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_harness import ROOT, irq
+from cli_harness import ROOT, RUN_FIELDS, irq
 
 from console.config import Config, Context, load_config, save_config
 from console.demo.launcher import (
@@ -126,9 +126,21 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         # the temporal extra is part of `make test`: the demo starts Temporal agents too
         assert len(backends) == 2 and backends[1].startswith("temporal+http://127.0.0.1:")
 
-        runs = irq("runs", "-o", "json")  # the demo context just works
-        assert runs.code == 0, runs.stderr
-        assert isinstance(json.loads(runs.stdout), list)
+        # the demo context just works: the CLI lists the fleet's real runs, from both backends
+        seen: dict[str, list[dict]] = {}
+
+        def runs_of_both_backends() -> bool:
+            runs = irq("runs", "-o", "json")
+            assert runs.code == 0, runs.stderr
+            listed = json.loads(runs.stdout)
+            assert isinstance(listed, list), runs.stdout
+            seen["runs"] = listed
+            return {"dbos", "temporal"} <= {run["backend"] for run in listed}
+
+        _wait_for(runs_of_both_backends, 60, "runs of both backends in `irq runs`")
+        for run in seen["runs"]:
+            assert RUN_FIELDS <= set(run), run
+            assert run["id"] and run["native_id"] and run["state"], run
 
         pids = [
             int(line.split("pid ")[1].split()[0])
@@ -195,17 +207,20 @@ def test_demo_with_the_tui_on_a_terminal_stops_every_child_on_a_signal(
             os.close(fd)
         os.kill(pid, sig)
         deadline = time.monotonic() + 40
-        status = None
+        reaped: int | None = None  # the exit status, once the demo has really exited
         while time.monotonic() < deadline:
             done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
+            if done == pid:
+                reaped = status
                 break
             if sig is not signal.SIGHUP:
                 _read_until(fd, b"\x00never", 0.2)  # keep the pty drained
             else:
                 time.sleep(0.2)
-        assert status is not None and os.WIFEXITED(status), status
-        assert os.WEXITSTATUS(status) == 0
+        # waitpid(WNOHANG) answers (0, 0) while the child runs: a hang must not read as "exit 0"
+        assert reaped is not None, f"irq demo still running 40 s after {sig.name}"
+        assert os.WIFEXITED(reaped), f"irq demo ended by a signal: status {reaped}"
+        assert os.WEXITSTATUS(reaped) == 0
         for child in pids:
             assert not pid_alive(child), f"child {child} survived the demo"
     finally:

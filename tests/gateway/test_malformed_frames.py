@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
@@ -42,12 +43,22 @@ def test_parsers_accept_or_raise_frame_error_never_anything_else(raw):
             assert exc.message
 
 
-def test_deeply_nested_json_is_a_frame_error():
-    raw = "[" * 100_000 + "]" * 100_000
-    try:
-        parse_client_frame(raw)
-    except FrameError as exc:
-        assert exc.code in {"malformed", "too_large"}
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 100_000 + "]" * 100_000,  # a bare array, nested past the recursion limit
+        '{"type":"command","id":"c","action":"decide","targets":["i"],"decision":'
+        + '{"a":' * 3000 + "1" + "}" * 3000 + "}",  # a well-formed frame around the nesting
+    ],
+    ids=["bare", "inside-a-command"],
+)
+@pytest.mark.parametrize("parse", [parse_client_frame, parse_agent_frame])
+def test_deeply_nested_json_is_a_frame_error(raw, parse):
+    """The parser must refuse it (never accept it, never let RecursionError escape)."""
+    with pytest.raises(FrameError) as caught:
+        parse(raw)
+    assert caught.value.code in {"malformed", "too_large"}
+    assert caught.value.message
 
 
 async def _send_and_expect_error(ws, raw) -> dict:
