@@ -48,7 +48,7 @@ ACTION_HELP: dict[str, str] = {
 RunsArgument = Annotated[
     list[str],
     typer.Argument(
-        help="Run ids, or unambiguous prefixes/suffixes of them.",
+        help="Run ids, native ids, or unambiguous prefixes of them.",
         show_default=False,
         metavar="RUN...",
     ),

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 InterruptArgument = Annotated[
     str,
     typer.Argument(
-        help="Interrupt id (RUN_ID#INTERRUPT_ID), or an unambiguous prefix/suffix of one.",
+        help="Interrupt id (RUN_ID#INTERRUPT_ID), its native id, or an unambiguous prefix.",
         show_default=False,
         metavar="INTERRUPT",
     ),

@@ -146,7 +146,7 @@ def show_command(
     ctx: typer.Context,
     run: Annotated[
         str,
-        typer.Argument(help="Run id, or an unambiguous prefix/suffix of one.", metavar="RUN"),
+        typer.Argument(help="Run id, native id, or an unambiguous prefix.", metavar="RUN"),
     ],
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,

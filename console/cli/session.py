@@ -147,17 +147,15 @@ def expand_id(
     list_command: str,
 ) -> str:
     """The one id ``query`` names: exact id, exact alias (native id), then a unique prefix
-    or suffix. Ambiguity exits 2 listing the candidates; no match exits 3, unless ``query``
-    is a complete id (the gateway may know runs its snapshot does not list)."""
+    of an id or alias -- never a suffix or a substring, so ``irq approve 03-0001/1`` cannot
+    pick whichever interrupt happens to end that way. Every mutation resolves ids here.
+    Ambiguity exits 2 listing the candidates; no match exits 3, unless ``query`` is a
+    complete id (the gateway may know runs its snapshot does not list)."""
     pool = list(candidates)
     tiers: list[Callable[[Candidate], bool]] = [
         lambda c: c.id == query,
         lambda c: query in c.aliases,
-        lambda c: (
-            c.id.startswith(query)
-            or c.id.endswith(query)
-            or any(a.startswith(query) for a in c.aliases)
-        ),
+        lambda c: c.id.startswith(query) or any(a.startswith(query) for a in c.aliases),
     ]
     for matches_tier in tiers:
         found = sorted({c.id for c in pool if matches_tier(c)})

@@ -52,11 +52,10 @@ def _exit_code(fn, *args) -> int:
         ("wf-1", "dbos:local/wf-1"),  # exact native id beats the prefix wf-11
         ("deploy", "dbos:local/deploy-7"),  # unique prefix of the native id
         ("temporal:", "temporal:prod/agent-42"),  # unique prefix of the id
-        ("nt-42", "temporal:prod/agent-42"),  # unique suffix
         ("dbos:local/gone", "dbos:local/gone"),  # complete id: the gateway decides
     ],
 )
-def test_run_ids_expand_from_exact_native_prefix_or_suffix(query: str, expected: str):
+def test_run_ids_expand_from_exact_native_or_prefix(query: str, expected: str):
     assert expand_run_id(_view(), query) == expected
 
 
