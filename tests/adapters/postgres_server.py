@@ -1,19 +1,28 @@
-"""A private, throw-away PostgreSQL server for tests (Debian postgresql 15 binaries).
+"""A private, throw-away PostgreSQL server for tests, from the binaries of the ``pgserver`` wheel.
 
-``initdb`` into a fresh directory, ``postgres -D DIR -p PORT -k DIR`` on a free loopback port
-(trust authentication, superuser ``postgres``, fsync off), wait until it accepts connections,
-create the test database; at the end a fast shutdown of the postmaster by its own pid.
+The server comes from the project's own files: ``pgserver`` (a PyPI wheel that ships the
+PostgreSQL 16 server binaries, pinned in the ``dev`` extra of pyproject.toml, installed by
+``make test``). The fixture finds the binaries through that installed package only, never at a
+system path or on PATH. Only the binaries are used: the package's Python layer is not imported
+(it would create OS users and widen permissions up to ``/``).
 
-PostgreSQL refuses to run as root: as root the binaries run as the unprivileged ``postgres``
-user through ``setpriv`` (which execs, so the child's pid *is* the postmaster's) and the
-directory belongs to that user. Missing binaries or a missing user are a test failure, not a
-skip: CI machines run the same image, so a skip would hide a broken environment.
+``initdb`` into a fresh temporary directory, ``postgres -D DIR -p PORT -k DIR`` on a free
+loopback port (trust authentication, superuser ``postgres``, fsync off), wait until it accepts
+connections, create the test database; at the end a fast shutdown of the postmaster by its
+own pid.
+
+PostgreSQL refuses to run as root: as root the binaries run as the unprivileged ``nobody``
+user (present on every Debian image; the child drops privileges itself before the exec, so
+its pid *is* the postmaster's), from a copy inside the temporary directory (which belongs to
+that user), so nothing outside that directory needs to be readable by it. A missing package or
+user is a test failure, not a skip: a skip would hide a broken environment.
 
 Use it from a test module with ``from postgres_server import postgres_server  # noqa: F401``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import shutil
@@ -29,8 +38,9 @@ import pytest
 
 from console.processes import free_port
 
-PG_BIN = Path(os.environ.get("IRQ_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
-PG_USER = "postgres"  # the OS user the server runs as (as root) and the database superuser
+PACKAGE = "pgserver"  # the wheel whose pginstall/{bin,lib,share} hold the server
+RUN_AS = "nobody"  # the OS user the server runs as when the tests run as root
+PG_USER = "postgres"  # the database superuser
 DATABASE = "irq_dbos"
 START_TIMEOUT_S = 20.0
 
@@ -57,6 +67,7 @@ class PostgresServer:
     database: str
     data_dir: Path
     pid: int
+    bin_dir: Path  # where the running postgres binary is (the package's, or a copy of it)
 
     def url(self, database: str | None = None, scheme: str = "postgresql") -> str:
         return f"{scheme}://{self.user}@{self.host}:{self.port}/{database or self.database}"
@@ -74,29 +85,77 @@ class PostgresServer:
         )
 
 
-def _requirements() -> list[str]:
-    """The command prefix that runs a server binary as an unprivileged user (or fail)."""
-    missing = [name for name in ("initdb", "postgres") if not (PG_BIN / name).is_file()]
+def packaged_install() -> Path:
+    """``pginstall`` of the installed ``pgserver`` package (located, not imported), or fail."""
+    spec = importlib.util.find_spec(PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        pytest.fail(
+            f"the {PACKAGE!r} package (PostgreSQL server binaries) is not installed: "
+            "run `make install` (it is in the dev extra of pyproject.toml)",
+            pytrace=False,
+        )
+    install = Path(locations[0]) / "pginstall"
+    missing = [name for name in ("initdb", "postgres") if not (install / "bin" / name).is_file()]
     if missing:
         pytest.fail(
-            f"PostgreSQL server binaries missing: {', '.join(missing)} not in {PG_BIN} "
-            "(install postgresql-15 in the test image, or set IRQ_TEST_PG_BIN)",
+            f"{PACKAGE} is installed but {', '.join(missing)} is missing from {install / 'bin'}",
             pytrace=False,
         )
+    return install
+
+
+@dataclass(frozen=True)
+class _RunAs:
+    """Who the server binaries run as: ``None`` fields mean "as ourselves"."""
+
+    user: int | None = None
+    group: int | None = None
+
+    def popen_kwargs(self) -> dict[str, object]:
+        if self.user is None:
+            return {}
+        return {"user": self.user, "group": self.group, "extra_groups": []}
+
+
+def _run_as() -> _RunAs:
     if os.geteuid() != 0:
-        return []  # already unprivileged: run the binaries directly
+        return _RunAs()  # already unprivileged: run the binaries directly
     try:
-        pwd.getpwnam(PG_USER)
+        entry = pwd.getpwnam(RUN_AS)
     except KeyError:
         pytest.fail(
-            f"running as root and no {PG_USER!r} user to run PostgreSQL as "
-            "(postgres refuses root; the postgresql package creates this user)",
+            f"running as root and no {RUN_AS!r} user to run PostgreSQL as (postgres refuses root)",
             pytrace=False,
         )
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.fail("running as root and no setpriv to drop privileges for postgres", pytrace=False)
-    return [setpriv, f"--reuid={PG_USER}", f"--regid={PG_USER}", "--init-groups", "--"]
+    return _RunAs(entry.pw_uid, entry.pw_gid)
+
+
+def _bin_dir(install: Path, root: Path, run_as: _RunAs) -> Path:
+    """The binaries to run: the package's own, or (as root) a copy the server's user can read.
+
+    The wheel's layout is kept: postgres finds its lib/ and share/ relative to its own
+    executable, and the binaries find the shared libraries the wheel vendors in
+    ``site-packages/pgserver.libs`` through an ``$ORIGIN``-relative rpath.
+    """
+    if run_as.user is None:
+        return install / "bin"
+    site = install.parent.parent  # site-packages
+    copy = root / "site" / install.relative_to(site)
+    for part in ("bin", "lib", "share"):
+        shutil.copytree(install / part, copy / part, symlinks=True)
+    vendored = site / f"{PACKAGE}.libs"
+    if vendored.is_dir():
+        shutil.copytree(vendored, root / "site" / vendored.name, symlinks=True)
+    return copy / "bin"
+
+
+def _env() -> dict[str, str]:
+    """The children's environment: no PATH lookups, no inherited PG* settings."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    keep["PATH"] = os.defpath
+    keep["LC_ALL"] = "C"
+    return keep
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -118,18 +177,26 @@ def _tail(path: Path, lines: int = 30) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _start(prefix: list[str], data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+def _start(
+    bin_dir: Path, run_as: _RunAs, data_dir: Path, log: Path
+) -> tuple[subprocess.Popen[bytes], int]:
     """Start the postmaster on a free port (a few tries: another process may take the port)."""
     import psycopg
 
     for _attempt in range(3):
         port = free_port()
         options = [f"-c{k}={v}" for k, v in FAST.items()]
-        cmd = [*prefix, str(PG_BIN / "postgres"), "-D", str(data_dir), "-p", str(port),
+        cmd = [str(bin_dir / "postgres"), "-D", str(data_dir), "-p", str(port),
                "-k", str(data_dir.parent), *options]  # fmt: skip
         with log.open("ab") as out:
             process = subprocess.Popen(
-                cmd, cwd=data_dir.parent, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+                cmd,
+                cwd=data_dir.parent,
+                env=_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                **run_as.popen_kwargs(),  # type: ignore[call-overload]
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and process.poll() is None:
@@ -149,26 +216,30 @@ def _start(prefix: list[str], data_dir: Path, log: Path) -> tuple[subprocess.Pop
 @pytest.fixture(scope="module")
 def postgres_server() -> Iterator[PostgresServer]:
     """A private PostgreSQL server with an empty database ``irq_dbos`` (module scope)."""
-    prefix = _requirements()
-    # not under pytest's tmp dir: that one is private to root (mode 0700), postgres can't enter
+    install = packaged_install()
+    run_as = _run_as()
+    # not under pytest's tmp dir: that one is private to root (mode 0700), nobody can't enter
     root = Path(tempfile.mkdtemp(prefix="irq-pg-"))
     data_dir = root / "data"
     log = root / "postgres.log"
     process: subprocess.Popen[bytes] | None = None
     try:
-        if prefix:
-            entry = pwd.getpwnam(PG_USER)
-            os.chown(root, entry.pw_uid, entry.pw_gid)
+        if run_as.user is not None:
+            os.chown(root, run_as.user, run_as.group or -1)
+        bin_dir = _bin_dir(install, root, run_as)
         init = subprocess.run(
-            [*prefix, str(PG_BIN / "initdb"), "-D", str(data_dir), "-U", PG_USER,
+            [str(bin_dir / "initdb"), "-D", str(data_dir), "-U", PG_USER,
              "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
-            cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+            cwd=root, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+            **run_as.popen_kwargs(),  # type: ignore[call-overload]
         )  # fmt: skip
         if init.returncode != 0:
             output = (init.stdout + init.stderr).decode(errors="replace")
             pytest.fail(f"initdb failed ({init.returncode}):\n{output}", pytrace=False)
-        process, port = _start(prefix, data_dir, log)
-        server = PostgresServer("127.0.0.1", port, PG_USER, DATABASE, data_dir, process.pid)
+        process, port = _start(bin_dir, run_as, data_dir, log)
+        server = PostgresServer(
+            "127.0.0.1", port, PG_USER, DATABASE, data_dir, process.pid, bin_dir
+        )
         with server.connect("postgres", autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{DATABASE}"')
         yield server

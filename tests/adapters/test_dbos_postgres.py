@@ -9,6 +9,8 @@ The agent's execution log is the evidence for what ran and which decision it rec
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -104,6 +106,22 @@ async def backend(postgres_server: pg.PostgresServer, pg_worker) -> AsyncIterato
         yield b
     finally:
         await b.close()
+
+
+def test_postgres_server_is_the_one_the_project_installs(postgres_server: pg.PostgresServer):
+    """The server under test runs from the binaries of the ``pgserver`` wheel that
+    pyproject.toml pins (or the fixture's copy of them), never from a system installation."""
+    exe = Path(os.readlink(f"/proc/{postgres_server.pid}/exe"))
+    assert exe == postgres_server.bin_dir / "postgres"
+    assert not exe.is_relative_to("/usr"), exe
+    packaged = pg.packaged_install() / "bin" / "postgres"
+    assert exe.read_bytes() == packaged.read_bytes()
+    version = subprocess.run(
+        [str(packaged), "--version"], capture_output=True, text=True, check=True
+    ).stdout.split()[-1]
+    with postgres_server.connect() as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    assert row is not None and row[0].split()[0] == version
 
 
 async def test_postgres_run_interrupt_and_approval_delivered_once(
