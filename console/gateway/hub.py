@@ -53,7 +53,10 @@ class Subscriber:
 
 
 class Hub:
-    def __init__(self, *, event_log_size: int = 100_000) -> None:
+    def __init__(
+        self, *, event_log_size: int = 100_000, clock: Callable[[], datetime] = utcnow
+    ) -> None:
+        self.clock = clock  # "now" for liveness, TTLs and release deadlines (tests inject one)
         self.epoch = uuid.uuid4().hex[:12]
         self.seq = 0
         self.log: deque[dict[str, Any]] = deque(maxlen=event_log_size)
@@ -96,7 +99,7 @@ class Hub:
         return [self.log[i] for i in range(start, len(self.log))]
 
     def snapshot(self, now: datetime | None = None) -> dict[str, Any]:
-        now = now or utcnow()
+        now = now or self.clock()
         return {
             "type": "snapshot",
             "epoch": self.epoch,
@@ -117,7 +120,7 @@ class Hub:
     # ---------------------------------------------------------------------------- runs
 
     def observe_runs(self, runs: list[Run], gone: list[str] | None = None) -> None:
-        now = utcnow()
+        now = self.clock()
         for run in runs:
             self._observed[run.id] = run
             self._refresh(run.id, now)
@@ -177,28 +180,28 @@ class Hub:
         if last is not None and beat_is_stale(beat.seq, beat.at, last.seq, last.at):
             self.stale_beats += 1  # built before the beat we have; would undo its report
             return
-        beat = beat if beat.at else beat.model_copy(update={"at": utcnow()})
+        beat = beat if beat.at else beat.model_copy(update={"at": self.clock()})
         self._beats[run_id] = beat
         if len(self._beats) > MAX_ORPHAN_BEATS + len(self._observed):
             for stale in [k for k in self._beats if k not in self._observed][:1000]:
                 self._beats.pop(stale, None)
         hist = self.history.setdefault(run_id, deque(maxlen=HEARTBEAT_HISTORY))
         hist.append(
-            Heartbeat(at=beat.at or utcnow(), seq=beat.seq, progress=beat.progress,
+            Heartbeat(at=beat.at or self.clock(), seq=beat.seq, progress=beat.progress,
                       details=beat.details, resources=beat.resources)
         )
         self._verify_release(run_id, beat)
         self._dirty.add(run_id)
 
     def flush_heartbeats(self) -> None:
-        now = utcnow()
+        now = self.clock()
         dirty, self._dirty = self._dirty, set()
         for run_id in dirty:
             self._refresh(run_id, now)
 
     def tick(self) -> None:
         """Re-evaluate liveness of live runs and expire release checks and old interrupts."""
-        now = utcnow()
+        now = self.clock()
         for run_id, run in list(self.runs.items()):
             # silence alone moves running -> late -> lost; refresh only where that happens
             if run.heartbeat_at is not None and unified_state(run, now) is not run.state:
@@ -226,9 +229,9 @@ class Hub:
             return
         self.release_checks[run_id] = ReleaseCheck(
             action=action, expected=set(resource_ids),
-            deadline=utcnow() + timedelta(seconds=within_s),
+            deadline=self.clock() + timedelta(seconds=within_s),
         )
-        self._refresh(run_id, utcnow())
+        self._refresh(run_id, self.clock())
 
     def _verify_release(self, run_id: str, beat: AgentHeartbeat) -> None:
         check = self.release_checks.get(run_id)
@@ -261,7 +264,7 @@ class Hub:
             "message": f"{run_id}: no release report after {check.action}; suspected leak of "
             + ", ".join(sorted(check.expected)),
         })
-        self._refresh(run_id, utcnow())
+        self._refresh(run_id, self.clock())
 
     # ---------------------------------------------------------------------- interrupts
 
@@ -301,7 +304,7 @@ class Hub:
                 self._put_interrupt(new)
                 self.publish("interrupt", new.contract())
                 touched_runs.add(intr.run_id)
-        now = utcnow()
+        now = self.clock()
         for run_id in touched_runs:
             self._refresh(run_id, now)
 
@@ -330,7 +333,7 @@ class Hub:
         new = _as_decided(intr, claim)
         self._put_interrupt(new)
         self.publish("interrupt", new.contract())
-        self._refresh(intr.run_id, utcnow())
+        self._refresh(intr.run_id, self.clock())
 
 
 def _as_decided(intr: Interrupt, claim: Any) -> Interrupt:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from console.gateway.hub import Hub
 from console.gateway.protocol import AgentHeartbeat
@@ -46,18 +45,35 @@ def test_a_beat_older_than_the_accepted_one_does_not_undo_a_pause_report():
     assert hub.stale_beats == 1 and hub._beats[RID].seq == 1
 
 
+class ManualClock:
+    """The hub's "now", moved by the test instead of by sleeping."""
+
+    def __init__(self) -> None:
+        self.now = utcnow()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
 def test_silence_turns_a_run_late_then_lost_without_any_event_from_the_agent():
-    hub = Hub()
+    clock = ManualClock()
+    hub = Hub(clock=clock)
     hub.observe_runs([_run()])
-    hub.agent_heartbeat(RID, _beat(at=utcnow() - timedelta(seconds=4.0)))
+    hub.agent_heartbeat(RID, _beat(at=clock.now - timedelta(seconds=4.0)))
     hub.flush_heartbeats()
     assert hub.runs[RID].state is RunState.LATE  # late after 2 s, lost after 5 s
     seq = hub.seq
-    time.sleep(1.1)  # no beat: the timeout (5 s) passes in silence
+    clock.advance(0.9)  # 4.9 s of silence: still within the timeout
+    hub.tick()
+    assert hub.runs[RID].state is RunState.LATE and hub.seq == seq
+    clock.advance(0.2)  # 5.1 s: the timeout (5 s) passes in silence
     hub.tick()
     assert hub.runs[RID].state is RunState.LOST
     assert [e["data"]["state"] for e in hub.log if e["seq"] > seq] == ["lost"]
-    hub.agent_heartbeat(RID, _beat(at=utcnow()))
+    hub.agent_heartbeat(RID, _beat(at=clock.now))
     hub.flush_heartbeats()
     assert hub.runs[RID].state is RunState.RUNNING
 
