@@ -26,7 +26,7 @@ test: $(STAMP)
 screenshots: $(STAMP)
 	@command -v rsvg-convert >/dev/null || (apt-get install -y -q librsvg2-bin >/dev/null 2>&1 \
 	  || echo "rsvg-convert unavailable: writing SVG only" >&2)
-	$(BIN)/python -m console.tui.screenshots --out screenshots
+	$(BIN)/python -m tools.screenshots --out screenshots
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/gateway_heartbeats.py

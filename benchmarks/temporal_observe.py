@@ -42,10 +42,10 @@ from backend_adapters.temporal.conventions import (  # noqa: E402
 )
 from backend_adapters.temporal.dev_server import (  # noqa: E402
     DevServer,
-    WorkerProcess,
     temporal_cli,
 )
 from console.semantics import unified_state  # noqa: E402
+from tests.support.temporal_sample_worker import WorkerProcess  # noqa: E402
 
 TASK_QUEUE = "bench"
 

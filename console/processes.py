@@ -1,18 +1,24 @@
-"""Local child processes: a free loopback port to start one on, stopping one by its pid, and
-whether a pid is still alive.
+"""Local child processes: a free loopback port to start one on, :class:`ChildProcess` (a named
+child with its log file, stopped by its pid), stopping a bare ``Popen`` by its pid, and whether
+a pid is still alive.
 
-Used by the demo launcher, the live fleet behind the TUI's screenshots, the Temporal dev
-server wrapper and the test fixtures. A child is always stopped by its own pid, never by name.
+Used by the demo launcher (``console/demo/``), the live fleet of the TUI tests and screenshots
+(``tests/support/live_fleet.py``), the Temporal dev server wrapper and the test fixtures. A
+child is always stopped by its own pid (its own process group), never by name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 HOST = "127.0.0.1"
 
@@ -54,3 +60,96 @@ def pid_alive(pid: int) -> bool:
         return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
     except OSError:  # gone meanwhile, or no /proc: kill(0) answered
         return not Path("/proc").is_dir()
+
+
+@dataclass
+class ChildProcess:
+    """One child process with its log file (stdout and stderr, appended), in its own process
+    group: the terminal's ^C does not reach it, and :meth:`stop` signals the whole group, so
+    whatever it started goes with it. On Linux it also gets SIGTERM when its parent dies, even
+    by SIGKILL, so a killed ``irq demo`` or test run leaves no gateway or fleet behind."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+    #: polled after start until true (e.g. by the demo launcher); None: started is ready
+    ready: Callable[[], bool] | None = None
+    popen: subprocess.Popen[bytes] | None = None
+    _log_file: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen else None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self._log_file = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
+        self._log_file.write(f"\n--- {time.strftime('%F %T')} {' '.join(self.argv)}\n".encode())
+        self._log_file.flush()
+        self.popen = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+            start_new_session=True,  # own process group: the terminal's ^C does not reach it
+            preexec_fn=_die_with_parent,
+        )
+
+    def exit_code(self) -> int | None:
+        """None while it runs (or before it started); its exit code once it has exited."""
+        return None if self.popen is None else self.popen.poll()
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, grace_s: float = 10.0) -> bool:
+        """SIGTERM its process group, wait ``grace_s``, then SIGKILL what is left of the group.
+
+        False when it had to be killed (it did not stop within ``grace_s``)."""
+        stopped = True
+        popen = self.popen
+        if popen is not None:
+            if popen.poll() is None:
+                _signal_group(popen.pid, signal.SIGCONT)  # a frozen child cannot act on TERM
+                _signal_group(popen.pid, signal.SIGTERM)
+                try:
+                    popen.wait(grace_s)
+                except subprocess.TimeoutExpired:
+                    stopped = False
+            _signal_group(popen.pid, signal.SIGKILL)  # leftovers of its group, if any
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(5)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        return stopped
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal the process group our child leads (created with start_new_session)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM it when its parent dies, even by SIGKILL."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

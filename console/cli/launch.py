@@ -1,6 +1,10 @@
 """``irq tui`` (and bare ``irq``) and ``irq demo``.
 
 The TUI is imported only inside these commands: the rest of the CLI never imports Textual.
+``irq demo`` imports the demo launcher (``console.demo.launcher.run_demo``) inside the
+command: it is the one place the CLI reaches the demo (tests/unit/test_layers.py allows this
+import and no other), so the product commands never load demo code, and the demo itself never
+imports the CLI (it starts ``irq serve`` and ``irq tui`` as child processes).
 """
 
 from __future__ import annotations
@@ -16,18 +20,6 @@ from console.cli.session import ContextOption, TokenOption, UrlOption, connectio
 if TYPE_CHECKING:
     from console.config import Connection
 
-CLI_TOUR = """\
-Use the command line:
-  irq runs                       runs with state, heartbeat age, resources
-  irq inbox                      interrupts waiting for a decision
-  irq show RUN                   one run: resources, journal, heartbeats, audit
-  irq approve INTERRUPT          (also: edit --args JSON, reject --feedback, respond --text)
-  irq pause RUN --dry-run        the plan: which resources are kept, which released
-  irq pause RUN --reason TEXT    then: irq resume RUN
-  irq watch                      live events as JSON lines
-  irq audit                      who did what, why, and what happened
-Every listing takes -o json or -o jsonl; run `irq COMMAND --help` for details."""
-
 
 def open_tui(conn: Connection, *, mouse: bool = False) -> bool:
     """Run the TUI until it exits; False (after saying why) when it is not available."""
@@ -35,7 +27,7 @@ def open_tui(conn: Connection, *, mouse: bool = False) -> bool:
         from console.tui.app import run_tui
     except ImportError as exc:
         diagnose(f"the terminal UI is not available ({exc})")
-        print(CLI_TOUR, file=sys.stderr)
+        print("  hint: every view has a subcommand: irq --help", file=sys.stderr, flush=True)
         return False
     run_tui(conn, mouse=mouse)
     return True

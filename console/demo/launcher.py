@@ -10,7 +10,7 @@ keeps two demos from sharing one fleet database. The launcher
    unless another context is current;
 3. starts the gateway (``python -m console.cli.app serve``) on port 7433, or a free port when
    that one is busy, and waits until it answers;
-4. starts the fleet (``python -m console.demo.fleet --db PATH``) with ``IRQ_AGENT_URL`` and
+4. starts the fleet (``python -m console.demo.dbos.fleet --db PATH``) with ``IRQ_AGENT_URL`` and
    ``IRQ_AGENT_TOKEN`` so its agents heartbeat to the gateway;
 5. opens the TUI (or, with ``--no-tui`` or when the TUI is not available, prints how to use
    the CLI and waits for SIGINT/SIGTERM);
@@ -21,6 +21,13 @@ Extra fleets on other backends plug in through :data:`EXTENSIONS`: a module that
 ``demo_extension(env: DemoEnvironment) -> DemoExtension | None``. The launcher imports it
 only when its requirement (e.g. ``temporalio``) is importable and the module exists, adds the
 extension's backend URLs to the gateway and starts its processes alongside the fleet.
+
+Layout: this module and :mod:`console.demo.catalogue` (what the demo agents do, hold and ask;
+shared by every backend) are shared; each backend's demo agents and fleet live in a folder of
+their own (``console/demo/dbos/``, ``console/demo/temporal/``). The demo sits above the CLI's
+building blocks but is reached from the CLI only through ``irq demo``, which imports
+:func:`run_demo` inside the command; the demo never imports the CLI or the TUI: it starts them
+as child processes (``python -m console.cli.app serve|tui``).
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from types import FrameType
 from typing import IO, Any
 
 from console.config import Context, config_path, load_config, save_config, state_dir
-from console.processes import HOST, free_port
+from console.processes import HOST, ChildProcess, free_port
 
 DEMO_CONTEXT = "demo"
 DEFAULT_PORT = 7433
@@ -54,8 +61,21 @@ STOP_GRACE_S = 10.0
 
 #: (name, module that must be importable, module exposing ``demo_extension``)
 EXTENSIONS: list[tuple[str, str, str]] = [
-    ("temporal", "temporalio", "backend_adapters.temporal.demo"),
+    ("temporal", "temporalio", "console.demo.temporal.fleet"),
 ]
+
+#: printed when the demo runs without the TUI: how to talk to it from the command line
+CLI_TOUR = """\
+Use the command line:
+  irq runs                       runs with state, heartbeat age, resources
+  irq inbox                      interrupts waiting for a decision
+  irq show RUN                   one run: resources, journal, heartbeats, audit
+  irq approve INTERRUPT          (also: edit --args JSON, reject --feedback, respond --text)
+  irq pause RUN --dry-run        the plan: which resources are kept, which released
+  irq pause RUN --reason TEXT    then: irq resume RUN
+  irq watch                      live events as JSON lines
+  irq audit                      who did what, why, and what happened
+Every listing takes -o json or -o jsonl; run `irq COMMAND --help` for details."""
 
 
 def say(message: str) -> None:
@@ -168,82 +188,6 @@ def write_demo_context(url: str, token: str, backends: list[str]) -> tuple[bool,
     return other is None, other
 
 
-# ----------------------------------------------------------------------------- children
-
-
-@dataclass
-class DemoProcess:
-    """One child process of the demo, with its log file."""
-
-    name: str
-    argv: list[str]
-    log: Path
-    env: dict[str, str] = field(default_factory=dict)
-    #: polled after start until true (or READY_TIMEOUT_S); None: started is ready
-    ready: Callable[[], bool] | None = None
-    popen: subprocess.Popen[bytes] | None = None
-    exit_reported: bool = False
-    _log_file: IO[bytes] | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.popen.pid if self.popen else None
-
-    def start(self) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
-        self._log_file.write(f"\n--- {time.strftime('%F %T')} {' '.join(self.argv)}\n".encode())
-        self._log_file.flush()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
-        self.popen = subprocess.Popen(
-            self.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # own process group: the terminal's ^C does not reach it
-            preexec_fn=_die_with_parent,
-        )
-
-    def exit_code(self) -> int | None:
-        return None if self.popen is None else self.popen.poll()
-
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM its process group, wait ``grace_s``, then SIGKILL what is left."""
-        popen = self.popen
-        if popen is not None:
-            if popen.poll() is None:
-                _signal_group(popen.pid, signal.SIGTERM)
-                try:
-                    popen.wait(grace_s)
-                except subprocess.TimeoutExpired:
-                    say(f"  {self.name} (pid {popen.pid}) did not stop in {grace_s:g}s: SIGKILL")
-            _signal_group(popen.pid, signal.SIGKILL)  # leftovers of its group, if any
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                popen.wait(5)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signal the process group our child leads (created with start_new_session)."""
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-
-
 # --------------------------------------------------------------------------- extensions
 
 
@@ -265,9 +209,9 @@ class DemoExtension:
     name: str
     backends: list[str] = field(default_factory=list)
     #: started before the gateway (servers the gateway's adapters connect to)
-    servers: list[DemoProcess] = field(default_factory=list)
+    servers: list[ChildProcess] = field(default_factory=list)
     #: started after the gateway answers (agents that heartbeat to it)
-    agents: list[DemoProcess] = field(default_factory=list)
+    agents: list[ChildProcess] = field(default_factory=list)
 
 
 def load_extensions(env: DemoEnvironment) -> list[DemoExtension]:
@@ -318,7 +262,7 @@ def gateway_answers(url: str, token: str) -> str | None:
 
 
 def wait_until(
-    check: Callable[[], str | None], process: DemoProcess, timeout_s: float
+    check: Callable[[], str | None], process: ChildProcess, timeout_s: float
 ) -> str | None:
     """Poll ``check`` until it returns None; the last reason when the time runs out or
     the process dies."""
@@ -395,7 +339,7 @@ def run_demo(*, port: int = DEFAULT_PORT, tui: bool = True, mouse: bool = False)
         )
         return 1
 
-    children: list[DemoProcess] = []
+    children: list[ChildProcess] = []
     previous = _install_stop_handlers()
     try:
         return _run(paths, port, tui, mouse, children)
@@ -412,13 +356,15 @@ def run_demo(*, port: int = DEFAULT_PORT, tui: bool = True, mouse: bool = False)
                     + ", ".join(f"{c.name} (pid {c.pid})" for c in reversed(children) if c.pid)
                 )
             for child in reversed(children):
-                child.stop()
+                if not child.stop(STOP_GRACE_S):
+                    say(f"  {child.name} (pid {child.pid}) did not stop in {STOP_GRACE_S:g}s: "
+                        "SIGKILL")
         finally:
             _restore_handlers(previous)
             lock.release()
 
 
-def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[DemoProcess]) -> int:
+def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[ChildProcess]) -> int:
     tokens = ensure_tokens(paths)
     if not port_is_free(port):
         chosen = free_port()
@@ -458,7 +404,7 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Dem
                 if problem:
                     return _died(server, problem)
 
-    gateway = DemoProcess(
+    gateway = ChildProcess(
         name="gateway",
         argv=[sys.executable, "-m", "console.cli.app", "serve", "--host", HOST, "--port", str(port)]
         + [a for b in backends for a in ("--backend", b)],
@@ -470,18 +416,18 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Dem
         return _died(gateway, problem)
 
     agent_env = {"IRQ_AGENT_URL": env.agent_url, "IRQ_AGENT_TOKEN": tokens.agent}
-    fleet: DemoProcess | None = None
-    if _importable("console.demo.fleet"):
-        fleet = DemoProcess(
+    fleet: ChildProcess | None = None
+    if _importable("console.demo.dbos.fleet"):
+        fleet = ChildProcess(
             name="fleet",
-            argv=[sys.executable, "-m", "console.demo.fleet", "--db", str(paths.db)],
+            argv=[sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(paths.db)],
             log=paths.log("fleet"),
             env=agent_env,
         )
         _start(fleet, children)
     else:
         say(
-            "irq demo: the demo fleet (console.demo.fleet) is not available; "
+            "irq demo: the demo fleet (console.demo.dbos.fleet) is not available; "
             "the gateway runs without agents"
         )
     for extension in extensions:
@@ -499,15 +445,13 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Dem
     return _wait(children, gateway)
 
 
-def _run_tui(url: str, token: str, mouse: bool, gateway: DemoProcess) -> int | None:
+def _run_tui(url: str, token: str, mouse: bool, gateway: ChildProcess) -> int | None:
     """Run ``irq tui`` on this terminal in a child process until the operator quits.
 
     A child process, not an in-process call: whatever happens to it (a crash, a signal) its
     sockets close with it and the launcher stays in control of the cleanup, restoring the
     terminal if the TUI could not. None when the TUI is not available (then: CLI mode)."""
     if not _importable("console.tui.app"):
-        from console.cli.launch import CLI_TOUR
-
         say("irq demo: the terminal UI is not available yet; use the CLI:\n" + CLI_TOUR)
         return None
     saved = _terminal_state()
@@ -570,12 +514,12 @@ def _restore_terminal(saved: list[Any] | None) -> None:
         sys.stdout.flush()
 
 
-def _start(process: DemoProcess, children: list[DemoProcess]) -> None:
+def _start(process: ChildProcess, children: list[ChildProcess]) -> None:
     children.append(process)
     process.start()
 
 
-def _died(process: DemoProcess, problem: str) -> int:
+def _died(process: ChildProcess, problem: str) -> int:
     say(f"irq demo: {problem}")
     tail = process.log_tail()
     if tail:
@@ -586,14 +530,12 @@ def _died(process: DemoProcess, problem: str) -> int:
 def _announce(
     url: str,
     paths: DemoPaths,
-    children: list[DemoProcess],
+    children: list[ChildProcess],
     current: bool,
     extensions: list[DemoExtension],
     *,
     tui: bool,
 ) -> None:
-    from console.cli.launch import CLI_TOUR
-
     lines = ["", "irq demo is up"]
     for child in children:
         where = f"  {url}" if child.name == "gateway" else ""
@@ -611,15 +553,16 @@ def _announce(
     say("\n".join(lines))
 
 
-def _wait(children: list[DemoProcess], gateway: DemoProcess) -> int:
+def _wait(children: list[ChildProcess], gateway: ChildProcess) -> int:
     """Until SIGINT/SIGTERM (DemoStopped); 1 when the gateway dies on its own."""
+    reported: set[str] = set()
     while True:
         time.sleep(0.5)
         for child in children:
             code = child.exit_code()
-            if code is None or child.exit_reported:
+            if code is None or child.name in reported:
                 continue
-            child.exit_reported = True
+            reported.add(child.name)
             if child is gateway:
                 return _died(child, f"the gateway exited with code {code}")
             say(f"irq demo: {child.name} exited with code {code}; see {child.log}")
@@ -660,13 +603,3 @@ def _restore_handlers(previous: dict[signal.Signals, _Handler]) -> None:
         if handler is not None:
             signal.signal(sig, handler)
 
-
-def _die_with_parent() -> None:
-    """In the child before exec (Linux): SIGTERM it when the launcher dies, even by SIGKILL,
-    so a killed ``irq demo`` never leaves a gateway, a fleet or a Temporal server behind."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass

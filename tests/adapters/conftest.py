@@ -1,4 +1,4 @@
-"""DBOS fixtures: real DBOS agents (console.demo.worker) on SQLite in a temporary directory.
+"""DBOS fixtures: real DBOS agents (console.demo.dbos.worker) on SQLite in a temporary directory.
 
 A module-scoped worker process serves its own queue; tests enqueue small plans for the demo
 agent workflow with a DBOSClient and watch them through the real adapter. A websockets server
@@ -88,7 +88,7 @@ def agent_channel() -> Iterator[AgentChannelRecorder]:
 
 @dataclass
 class DBOSWorker:
-    """One ``console.demo.worker`` process (an executor serving its own queue)."""
+    """One ``console.demo.dbos.worker`` process (an executor serving its own queue)."""
 
     root: Path
     executor_id: str
@@ -118,7 +118,7 @@ class DBOSWorker:
 
     def start(self, timeout_s: float = 30.0) -> None:
         cmd = [
-            sys.executable, "-m", "console.demo.worker",
+            sys.executable, "-m", "console.demo.dbos.worker",
             "--db", str(self.db), "--executor-id", self.executor_id,
             "--queue", self.queue, "--queue-poll", "0.2",
             "--board", str(self.board), "--log", str(self.log), "--watch-parent",
@@ -157,7 +157,7 @@ class DBOSWorker:
     def enqueue(self, plan: dict[str, Any], workflow_id: str | None = None) -> str:
         from dbos import DBOSClient
 
-        from console.demo.agents import APP_VERSION, WORKFLOW_NAME
+        from console.demo.dbos.agents import APP_VERSION, WORKFLOW_NAME
 
         wid = workflow_id or f"t-{uuid.uuid4().hex[:10]}"
         client = DBOSClient(system_database_url=self.url)
@@ -176,7 +176,7 @@ class DBOSWorker:
         return wid
 
     def exec_log(self, wid: str | None = None) -> list[dict[str, Any]]:
-        from console.demo.reservations import read_log
+        from console.demo.dbos.reservations import read_log
 
         entries = read_log(self.log)
         return [e for e in entries if wid is None or e.get("wid") == wid or e.get("owner") == wid]

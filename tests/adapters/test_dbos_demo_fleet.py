@@ -24,7 +24,7 @@ async def test_fleet_runs_agents_preempts_a_worker_and_stops_its_children(
     with output.open("wb") as out:
         fleet = subprocess.Popen(
             [
-                sys.executable, "-m", "console.demo.fleet", "--db", str(db),
+                sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(db),
                 "--agents", "8", "--workers", "2", "--preempt-every", "7",
                 "--downtime", "2", "--step-scale", "0.3",
             ],

@@ -1,7 +1,7 @@
 """The DBOS adapter against a real DBOS agent on a real PostgreSQL system database.
 
 A private PostgreSQL server (postgres_server.py) holds the DBOS system database; a
-``console.demo.worker`` process runs the demo agent on it (``--db postgresql://...``); the
+``console.demo.dbos.worker`` process runs the demo agent on it (``--db postgresql://...``); the
 adapter is opened from a ``dbos+postgresql://`` backend URL exactly as the gateway opens it.
 The agent's execution log is the evidence for what ran and which decision it received.
 """

@@ -1,6 +1,7 @@
 """A real gateway (``irq serve``) and a real DBOS demo fleet in subprocesses, for the TUI's
-tests, screenshots and recordings. Everything lives in one directory used as ``IRQ_HOME``;
-children are stopped by their pid (SIGTERM to their own process group, then SIGKILL).
+tests and ``make screenshots`` (``tools/screenshots.py``). Everything lives in one directory
+used as ``IRQ_HOME``; children are :class:`console.processes.ChildProcess`, stopped by their
+pid (SIGTERM to their own process group, then SIGKILL).
 
     with LiveFleet(home) as fleet:
         fleet.url, fleet.tokens["operator"], fleet.tokens["viewer"]
@@ -9,67 +10,20 @@ children are stopped by their pid (SIGTERM to their own process group, then SIGK
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from console.client import FleetView, GatewayClient, GatewayError
 from console.model import Role
-from console.processes import HOST, free_port
-
-
-@dataclass
-class Child:
-    name: str
-    argv: list[str]
-    log: Path
-    env: dict[str, str]
-    popen: subprocess.Popen[bytes] | None = None
-    _out: IO[bytes] | None = None
-
-    def start(self) -> None:
-        self._out = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
-        self.popen = subprocess.Popen(
-            self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, start_new_session=True)
-
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def stop(self, grace_s: float = 10.0) -> None:
-        proc = self.popen
-        if proc is not None:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(grace_s)
-                except subprocess.TimeoutExpired:
-                    pass
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(5)
-        if self._out is not None:
-            self._out.close()
-            self._out = None
-
-    def tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+from console.processes import HOST, ChildProcess, free_port
 
 
 @dataclass
 class LiveFleet:
-    """``irq serve`` on a free port + ``python -m console.demo.fleet`` heartbeating to it."""
+    """``irq serve`` on a free port + ``python -m console.demo.dbos.fleet`` heartbeating to it."""
 
     home: Path
     agents: int = 10
@@ -78,7 +32,7 @@ class LiveFleet:
     preempt_every_s: float = 0.0  # 0: no preemptions (deterministic tests)
     port: int = 0
     tokens: dict[str, str] = field(default_factory=dict)
-    children: list[Child] = field(default_factory=list)
+    children: list[ChildProcess] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -103,17 +57,21 @@ class LiveFleet:
         for role in (Role.OPERATOR, Role.VIEWER, Role.AGENT, Role.ADMIN):
             self.tokens[role.value] = create_token(role, f"tui-{role.value}", self.home)
         env = {"IRQ_HOME": str(self.home)}
-        gateway = Child("gateway", [sys.executable, "-m", "console.cli.app", "serve",
-                                    "--port", str(self.port),
-                                    "--backend", f"dbos+sqlite:///{self.db}"],
-                        self.home / "gateway.log", env)
-        fleet = Child("fleet", [sys.executable, "-m", "console.demo.fleet", "--db", str(self.db),
-                                "--agents", str(self.agents), "--workers", str(self.workers),
-                                "--preempt-every", str(self.preempt_every_s),
-                                "--step-scale", str(self.step_scale)],
-                      self.home / "fleet.log",
-                      {**env, "IRQ_AGENT_URL": f"{self.url}/agent",
-                       "IRQ_AGENT_TOKEN": self.tokens["agent"]})
+        gateway = ChildProcess(
+            "gateway",
+            [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
+             "--backend", f"dbos+sqlite:///{self.db}"],
+            self.home / "gateway.log",
+            env,
+        )
+        fleet = ChildProcess(
+            "fleet",
+            [sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(self.db),
+             "--agents", str(self.agents), "--workers", str(self.workers),
+             "--preempt-every", str(self.preempt_every_s), "--step-scale", str(self.step_scale)],
+            self.home / "fleet.log",
+            {**env, "IRQ_AGENT_URL": f"{self.url}/agent", "IRQ_AGENT_TOKEN": self.tokens["agent"]},
+        )
         self.children = [gateway, fleet]
         try:
             gateway.start()
@@ -129,18 +87,19 @@ class LiveFleet:
         for child in reversed(self.children):
             child.stop()
 
-    def _wait(self, check: object, child: Child, timeout_s: float) -> None:
+    def _wait(self, check: Callable[[], str | None], child: ChildProcess,
+              timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         reason: str | None = "not started"
         while time.monotonic() < deadline:
             if not child.alive():
-                raise RuntimeError(f"{child.name} exited:\n{child.tail()}")
-            reason = check()  # type: ignore[operator]
+                raise RuntimeError(f"{child.name} exited:\n{child.log_tail(30)}")
+            reason = check()
             if reason is None:
                 return
             time.sleep(0.3)
         raise RuntimeError(f"{child.name} not ready after {timeout_s:g}s ({reason}):\n"
-                           f"{child.tail()}")
+                           f"{child.log_tail(30)}")
 
     def _answers(self) -> str | None:
         try:

@@ -1,4 +1,5 @@
-"""Sample agents built on irq's Temporal helpers (tests, benchmarks and the demo run them).
+"""Sample agents built on irq's Temporal helpers (the Temporal adapter tests and
+``benchmarks/temporal_observe.py`` run them; the demo has its own, ``console/demo/temporal/``).
 
 - ``TrainAgent``: one long activity holding a GPU slice (kept on pause) and a lock (a real
   ``flock`` on a file, released on pause), reporting progress in its heartbeats.
@@ -6,15 +7,13 @@
   delivered to it.
 - ``IdleAgent``: runs until cancelled, optionally waiting on one interrupt (fleet filler).
 
-Run them with ``python -m backend_adapters.temporal.sample_worker ADDRESS TASK_QUEUE``.
+Run them with ``python -m tests.support.temporal_sample_worker ADDRESS TASK_QUEUE``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,27 +27,9 @@ with workflow.unsafe.imports_passed_through():
         Interrupts,
         run_activity,
     )
+    from console.demo.temporal.agents import FileLock
 
 # ------------------------------------------------------------------------------ activities
-
-
-class FileLock:
-    """A real exclusive lock (``flock``) on a file; the test checks it from outside."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        self.fd = fd
-
-    def release(self) -> None:
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
 
 
 def _log(report_dir: str, record: dict[str, Any]) -> None:

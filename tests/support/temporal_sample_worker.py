@@ -1,20 +1,34 @@
-"""A worker process for the sample agents: ``python -m backend_adapters.temporal.sample_worker
-ADDRESS TASK_QUEUE [IDENTITY] [CADENCE_S]``. Prints ``ready`` once polling; runs until killed.
+"""A worker process for the sample agents (``temporal_sample_agents.py``), and
+:class:`WorkerProcess`, which the Temporal tests and ``benchmarks/temporal_observe.py`` use to
+run one as a child process.
+
+    python -m tests.support.temporal_sample_worker ADDRESS TASK_QUEUE [IDENTITY] [CADENCE_S]
+
+Prints ``ready`` once polling; runs until stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
-from temporalio.client import Client
-from temporalio.worker import Worker
+from console.processes import ChildProcess
 
-from backend_adapters.temporal.agent import worker_options
-from backend_adapters.temporal.sample_agents import ACTIVITIES, WORKFLOWS
+REPO = Path(__file__).resolve().parents[2]
 
 
 async def serve(address: str, task_queue: str, identity: str, cadence_s: float) -> None:
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from backend_adapters.temporal.agent import worker_options
+    from tests.support.temporal_sample_agents import ACTIVITIES, WORKFLOWS
+
     client = await Client.connect(address, identity=identity)
     worker = Worker(
         client,
@@ -27,6 +41,55 @@ async def serve(address: str, task_queue: str, identity: str, cadence_s: float) 
     async with worker:
         print("ready", flush=True)
         await asyncio.Event().wait()
+
+
+@dataclass
+class WorkerProcess:
+    """One sample worker on one task queue, a :class:`~console.processes.ChildProcess` whose
+    log (stdout and stderr) says ``ready`` once it polls."""
+
+    address: str
+    task_queue: str
+    identity: str
+    log_path: Path
+    cadence_s: float = 0.5
+    child: ChildProcess | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.child is not None and self.child.pid is not None
+        return self.child.pid
+
+    def start(self, timeout: float = 30.0) -> None:
+        # the module lives in the repository, not in the installed package
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        argv = [sys.executable, "-m", "tests.support.temporal_sample_worker", self.address,
+                self.task_queue, self.identity, str(self.cadence_s)]
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.child = ChildProcess(self.identity, argv, self.log_path, env={"PYTHONPATH": path})
+        self.child.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.child.alive():
+            with open(self.log_path, "rb") as log:
+                log.seek(offset)
+                if b"ready" in log.read().split(b"\n"):
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(
+            "worker did not start: " + self.log_path.read_text(errors="replace")[-2000:]
+        )
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no final heartbeat (a crashed host)."""
+        if self.child is not None and self.child.popen is not None and self.child.alive():
+            os.kill(self.child.popen.pid, signal.SIGKILL)
+            self.child.popen.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.child is not None:
+            self.child.stop()
+            self.child = None
 
 
 def main(argv: list[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from console.tui.live_fleet import LiveFleet
+from tests.support.live_fleet import LiveFleet
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """SVG snapshots of every screen, rendered from a recording of the real demo fleet
-(``tests/tui/data/recorded_fleet.json``, written by ``python -m console.tui.screenshots
+(``tests/tui/data/recorded_fleet.json``, written by ``python -m tools.screenshots
 --record``) with the clock frozen at the recording's time and no cursor blink.
 
 Update after an intended change: ``pytest tests/tui/test_snapshots.py --snapshot-update``.

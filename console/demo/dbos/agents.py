@@ -1,4 +1,4 @@
-"""The demo's DBOS agent workflow: a small interpreter of plans (console/demo/catalogue.py).
+"""The demo's DBOS agent workflow: a small interpreter of plans (console/demo/dbos/plans.py).
 
 One registered workflow, ``irq_demo_agent(plan)``, runs any plan, so a worker process only has
 to register it once; the plan (the workflow input) says which resources it holds, which
@@ -25,7 +25,7 @@ from typing import Any
 from dbos import DBOS
 
 from backend_adapters.dbos.agent import AgentRun, DecisionReply, InterruptExpired
-from console.demo.reservations import ReservationBoard, append_log
+from console.demo.dbos.reservations import ReservationBoard, append_log
 
 WORKFLOW_NAME = "irq_demo_agent"
 APP_NAME = "irq-demo"

@@ -1,8 +1,8 @@
 """The demo fleet: real DBOS agents on SQLite, with preemptions (``python -m``).
 
-    python -m console.demo.fleet --db PATH [--agents N] [--workers W] [--preempt-every S]
+    python -m console.demo.dbos.fleet --db PATH [--agents N] [--workers W] [--preempt-every S]
 
-A supervisor that runs W worker processes (console/demo/worker.py) sharing N agent lanes.
+A supervisor that runs W worker processes (console/demo/dbos/worker.py) sharing N agent lanes.
 Every ``--preempt-every`` seconds one worker is SIGKILLed (a spot eviction, say) and, after
 ``--downtime`` seconds, restarted with the same executor id and application version: its
 runs first go silent (late, then lost, on the console), then DBOS recovers them
@@ -65,7 +65,7 @@ class Fleet:
 
     def _command(self, worker: Worker) -> list[str]:
         cmd = [
-            sys.executable, "-m", "console.demo.worker",
+            sys.executable, "-m", "console.demo.dbos.worker",
             "--db", str(self.db),
             "--executor-id", worker.executor_id,
             "--lanes", ",".join(str(lane) for lane in worker.lanes),
@@ -165,7 +165,7 @@ class Fleet:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m console.demo.fleet", description=__doc__.split("\n\n")[0]
+        prog="python -m console.demo.dbos.fleet", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--db", required=True, type=Path, help="SQLite system database file")
     parser.add_argument("--agents", type=int, default=10, help="agent lanes (default 10)")

@@ -1,6 +1,6 @@
 """One demo worker process: a DBOS executor running agent "lanes" (``python -m``).
 
-    python -m console.demo.worker --db PATH --executor-id demo-worker-1 --lanes 0,3,6
+    python -m console.demo.dbos.worker --db PATH --executor-id demo-worker-1 --lanes 0,3,6
 
 ``--db`` is a SQLite file, or a database URL (``postgresql://user@host/db``, which then
 needs ``--board``).
@@ -30,8 +30,8 @@ from dbos import DBOS, SetWorkflowID, WorkflowStatus
 
 from backend_adapters.dbos.agent import agent_config, configure_agent
 from backend_adapters.dbos.conventions import ACTIVE_STATUSES, ATTR_INTENT
-from console.demo.agents import APP_NAME, APP_VERSION, QUEUE, irq_demo_agent
-from console.demo.catalogue import lane_prefix, plan_for
+from console.demo.dbos.agents import APP_NAME, APP_VERSION, QUEUE, irq_demo_agent
+from console.demo.dbos.plans import lane_prefix, plan_for
 
 log = logging.getLogger("irq.demo.worker")
 
@@ -111,7 +111,7 @@ def _watch_parent(stop: threading.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.demo.worker")
+    parser = argparse.ArgumentParser(prog="python -m console.demo.dbos.worker")
     parser.add_argument(
         "--db", required=True, help="DBOS system database: SQLite file or postgresql:// URL"
     )

@@ -1,6 +1,6 @@
 """The Temporal agents of ``irq demo``: workflows, activities and the plans they run.
 
-Six lanes, one workflow type each; the demo worker (``demo.py``) keeps one workflow of every
+Six lanes, one workflow type each; the demo worker (``fleet.py``) keeps one workflow of every
 lane alive, generation after generation (``<lane>-<gen>``, e.g. ``release-train-0003``):
 
 - ``gpu-training``: fine-tunes a model (~12 min), then evaluates the checkpoint;
@@ -23,6 +23,8 @@ over.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +42,6 @@ with workflow.unsafe.imports_passed_through():
         Interrupts,
         run_activity,
     )
-    from backend_adapters.temporal.sample_agents import FileLock
     from console.demo.catalogue import (
         CUSTOMERS,
         DEPLOY_SCHEMA,
@@ -59,6 +60,25 @@ ASK_TIMEOUT_S = 1800.0
 
 
 # ------------------------------------------------------------------------------ activities
+
+
+class FileLock:
+    """A real exclusive lock (``flock``) on a file; tests check it from outside."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
 
 
 def _resources(specs: list[dict[str, Any]]) -> list[HeldResource]:

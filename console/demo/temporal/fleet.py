@@ -7,8 +7,8 @@ extra is installed).
   with irq's ``IrqPendingInterrupts`` search attribute, its SQLite database in
   ``<demo dir>/temporal/`` (kept across demos: running workflows continue next time, like
   the DBOS fleet's);
-- ``t-worker``: ``python -m backend_adapters.temporal.demo worker ...``: one Temporal worker
-  for the demo agents (``demo_agents.py``) that also keeps one workflow of every lane running,
+- ``t-worker``: ``python -m console.demo.temporal.fleet worker ...``: one Temporal worker
+  for the demo agents (``agents.py``) that also keeps one workflow of every lane running,
   generation after generation, whatever the operator does to them (decide, cancel,
   terminate); paused runs stay paused.
 
@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-    from backend_adapters.temporal.demo_agents import Lane
     from console.demo.launcher import DemoEnvironment, DemoExtension
+    from console.demo.temporal.agents import Lane
 
 TASK_QUEUE = "irq-demo"
 NAMESPACE = "default"
@@ -51,8 +51,8 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
     if importlib.util.find_spec("temporalio") is None:
         return None
     from backend_adapters.temporal.dev_server import DevServer, temporal_cli
-    from console.demo.launcher import DemoExtension, DemoProcess, say
-    from console.processes import free_port
+    from console.demo.launcher import DemoExtension, say
+    from console.processes import ChildProcess, free_port
 
     try:
         cli = temporal_cli()
@@ -66,18 +66,18 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
         ports.add(free_port())
     grpc_port, http_port, metrics_port = sorted(ports)
     dev = DevServer(workdir, grpc_port, http_port, metrics_port)
-    server = DemoProcess(
+    server = ChildProcess(
         name="temporal",
         argv=dev.argv(cli),
         log=env.demo_dir / "temporal-server.log",
         ready=dev.answers,
     )
-    worker = DemoProcess(
+    worker = ChildProcess(
         name="t-worker",
         argv=[
             env.python,
             "-m",
-            "backend_adapters.temporal.demo",
+            "console.demo.temporal.fleet",
             "worker",
             "--address",
             dev.address,
@@ -165,7 +165,7 @@ async def serve(
     from temporalio.worker import Worker
 
     from backend_adapters.temporal.agent import worker_options
-    from backend_adapters.temporal.demo_agents import ACTIVITIES, LANES, WORKFLOWS
+    from console.demo.temporal.agents import ACTIVITIES, LANES, WORKFLOWS
 
     locks = workdir / "locks"
     locks.mkdir(parents=True, exist_ok=True)
@@ -210,7 +210,7 @@ async def _watch_parent(stop: asyncio.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m backend_adapters.temporal.demo")
+    parser = argparse.ArgumentParser(prog="python -m console.demo.temporal.fleet")
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="run the demo worker and keep the demo agents alive")
     w.add_argument("--address", required=True, help="gRPC address, e.g. 127.0.0.1:7233")

@@ -14,11 +14,11 @@ from pathlib import Path
 from backend_adapters.base import MemoryPauseLedger
 from backend_adapters.registry import open_backend
 from backend_adapters.temporal.adapter import TemporalBackend
-from backend_adapters.temporal.demo import demo_extension
-from backend_adapters.temporal.demo_agents import LANES
-from console.demo.launcher import DemoEnvironment, DemoExtension, DemoProcess
+from console.demo.launcher import DemoEnvironment, DemoExtension
+from console.demo.temporal.agents import LANES
+from console.demo.temporal.fleet import demo_extension
 from console.model import Decision, DecisionKind, Interrupt, Run, RunState
-from console.processes import pid_alive
+from console.processes import ChildProcess, pid_alive
 
 
 def test_extension_shape(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
     )
     ext = demo_extension(env)
     assert ext is not None
-    started: list[DemoProcess] = []
+    started: list[ChildProcess] = []
     try:
         for server in ext.servers:
             server.start()

@@ -1,0 +1,1 @@
+"""The DBOS part of ``irq demo``: real DBOS agents on SQLite, with preemptions."""
