@@ -17,8 +17,11 @@ Designed for all four backends measured in ``shared/backends``:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from console.model import (
     Action,
@@ -29,6 +32,7 @@ from console.model import (
     Interrupt,
     JournalStep,
     Run,
+    RunState,
 )
 
 # ---------------------------------------------------------------------------------- errors
@@ -75,6 +79,32 @@ class InvalidInput(BackendError):
     code = "invalid"
 
 
+# -------------------------------------------------------------------------- backend URLs
+
+
+class BackendURLError(ValueError):
+    """A backend URL that names no adapter or that its adapter cannot use."""
+
+
+@dataclass(frozen=True)
+class BackendURL:
+    """A parsed ``KIND+SCHEME://...`` backend URL (``backend_adapters.registry`` parses it)."""
+
+    kind: str  # dbos | temporal | langgraph | restate
+    target: str  # the URL without the "kind+" prefix and without irq's own parameters
+    context: str = "local"
+    poll_s: float | None = None
+    params: dict[str, str] = field(default_factory=dict)
+    raw: str = ""
+
+    @property
+    def display(self) -> str:
+        """The URL without credentials, for screens and logs."""
+        parts = urlsplit(self.target)
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        return f"{self.kind}+{parts.scheme}://{netloc}{parts.path}"
+
+
 # ---------------------------------------------------------------------------- capabilities
 
 
@@ -86,6 +116,15 @@ class ActionCapability:
     meaning: str
     operations: tuple[str, ...] = ()  # backend calls the action makes, shown in plans
     native: bool = True  # False when emulated (e.g. DBOS pause = cancel + console record)
+    #: the calls the action makes instead of ``operations`` for a run in that state (e.g.
+    #: Temporal's resume of a ``lost`` run resets the activity instead of unpausing it)
+    operations_when: Mapping[RunState, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({}), hash=False
+    )
+
+    def operations_for(self, state: RunState) -> tuple[str, ...]:
+        """The backend calls this action makes on a run in ``state`` (for its plan)."""
+        return self.operations_when.get(state, self.operations)
 
 
 @dataclass(frozen=True)
@@ -109,6 +148,9 @@ class Capabilities:
                     "meaning": c.meaning,
                     "operations": list(c.operations),
                     "native": c.native,
+                    "operations_when": {
+                        state.value: list(ops) for state, ops in c.operations_when.items()
+                    },
                 }
                 for a, c in self.actions.items()
             },
@@ -226,6 +268,18 @@ class Backend(Protocol):
     ) -> ActionOutcome:
         """Deliver a decision exactly once: the same idempotency key must never deliver twice.
         Raise Conflict if the backend knows the interrupt is no longer pending."""
+
+
+class BackendFactory(Protocol):
+    """The entry point of an adapter: every adapter module defines ``from_url`` of this type.
+
+    ``from_url(parsed, ledger)`` constructs (does not start) the adapter for one backend
+    context; it raises :class:`BackendURLError` for a URL the adapter cannot use. The registry
+    looks it up by name in the module listed for the URL's kind; an adapter module states
+    the contract to the type checker with ``FACTORY: BackendFactory = from_url``.
+    """
+
+    def __call__(self, parsed: BackendURL, ledger: PauseLedger) -> Backend: ...
 
 
 def health_of(backend: Backend) -> BackendHealth:

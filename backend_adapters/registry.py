@@ -15,10 +15,20 @@ Adapters are imported lazily so a missing extra only matters for the backend tha
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from typing import cast
 from urllib.parse import parse_qsl, urlsplit
 
-from backend_adapters.base import Backend, PauseLedger
+from backend_adapters.base import Backend, BackendFactory, BackendURL, BackendURLError, PauseLedger
+
+__all__ = [
+    "EXTRAS",
+    "KINDS",
+    "BackendURL",
+    "BackendURLError",
+    "adapter_factory",
+    "open_backend",
+    "parse_backend_url",
+]
 
 KINDS = {
     "dbos": "backend_adapters.dbos.adapter",
@@ -28,27 +38,6 @@ KINDS = {
 }
 
 EXTRAS = {"dbos": "dbos", "temporal": "temporal", "langgraph": "langgraph", "restate": "restate"}
-
-
-class BackendURLError(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class BackendURL:
-    kind: str  # dbos | temporal | langgraph | restate
-    target: str  # the URL without the "kind+" prefix and without irq's own parameters
-    context: str = "local"
-    poll_s: float | None = None
-    params: dict[str, str] = field(default_factory=dict)
-    raw: str = ""
-
-    @property
-    def display(self) -> str:
-        """The URL without credentials, for screens and logs."""
-        parts = urlsplit(self.target)
-        netloc = parts.netloc.rsplit("@", 1)[-1]
-        return f"{self.kind}+{parts.scheme}://{netloc}{parts.path}"
 
 
 def parse_backend_url(raw: str) -> BackendURL:
@@ -77,20 +66,37 @@ def parse_backend_url(raw: str) -> BackendURL:
     )
 
 
-def open_backend(url: BackendURL | str, ledger: PauseLedger) -> Backend:
-    """Construct (not start) the adapter for ``url``. ImportError names the missing extra."""
-    parsed = parse_backend_url(url) if isinstance(url, str) else url
+def adapter_factory(kind: str) -> BackendFactory:
+    """The ``from_url`` entry point of the adapter for ``kind`` (imported now).
+
+    BackendURLError names a kind without an adapter, a missing extra, or an adapter module
+    that does not define ``from_url``.
+    """
+    module_name = KINDS[kind]
     try:
-        module = importlib.import_module(KINDS[parsed.kind])
+        module = importlib.import_module(module_name)
     except ImportError as exc:
         missing = getattr(exc, "name", None) or ""
-        if missing and KINDS[parsed.kind].startswith(missing):  # the adapter itself is absent
+        if missing and module_name.startswith(missing):  # the adapter itself is absent
             raise BackendURLError(
-                f"this irq has no {parsed.kind} adapter yet (the protocol is ready for it: "
+                f"this irq has no {kind} adapter yet (the protocol is ready for it: "
                 "backend_adapters/base.py)"
             ) from exc
         raise BackendURLError(
-            f"the {parsed.kind} adapter needs the '{EXTRAS[parsed.kind]}' extra: "
-            f"pip install 'irq[{EXTRAS[parsed.kind]}]' ({exc})"
+            f"the {kind} adapter needs the '{EXTRAS[kind]}' extra: "
+            f"pip install 'irq[{EXTRAS[kind]}]' ({exc})"
         ) from exc
-    return module.from_url(parsed, ledger)
+    factory: object = getattr(module, "from_url", None)
+    if not callable(factory):
+        raise BackendURLError(
+            f"{module_name} defines no from_url entry point (backend_adapters.base.BackendFactory)"
+        )
+    # the signature is checked statically (each adapter module assigns its from_url to a
+    # BackendFactory) and at test time (tests/unit/test_backend_conformance.py)
+    return cast(BackendFactory, factory)
+
+
+def open_backend(url: BackendURL | str, ledger: PauseLedger) -> Backend:
+    """Construct (not start) the adapter for ``url``. BackendURLError names a missing extra."""
+    parsed = parse_backend_url(url) if isinstance(url, str) else url
+    return adapter_factory(parsed.kind)(parsed, ledger)

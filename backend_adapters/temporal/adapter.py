@@ -18,6 +18,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 import jsonschema
@@ -25,8 +26,9 @@ import jsonschema
 from backend_adapters.base import (
     ActionCapability,
     ActionOutcome,
-    Backend,
     BackendError,
+    BackendFactory,
+    BackendURL,
     Capabilities,
     Conflict,
     InvalidInput,
@@ -36,7 +38,6 @@ from backend_adapters.base import (
     Unreachable,
     Unsupported,
 )
-from backend_adapters.registry import BackendURL
 from backend_adapters.temporal.config import TemporalConfig
 from backend_adapters.temporal.conventions import (
     ERROR_ACTIVITY_CANCELLED,
@@ -215,8 +216,21 @@ class TemporalBackend:
                 Action.RESUME: ActionCapability(
                     True,
                     "unpause the paused activities: the next attempt starts at once and "
-                    "continues from the last heartbeat details",
+                    "continues from the last heartbeat details. On a lost run (its worker "
+                    "went silent): an activity waiting for its retry is reset (retried now "
+                    "as attempt 1 from the last heartbeat details); one the server still "
+                    "counts as running is retried at its heartbeat timeout; either way the "
+                    "attempt starts when a worker polls the task queue",
                     (f"POST {base}/activities/{{aid}}/unpause (each paused activity)",),
+                    operations_when=MappingProxyType(
+                        {
+                            RunState.LOST: (
+                                f"POST {base}/activities/{{aid}}/reset (each activity waiting "
+                                "for a retry after its heartbeat timeout: retried now as attempt "
+                                "1 from its last heartbeat details, once a worker polls)",
+                            ),
+                        }
+                    ),
                 ),
                 Action.CANCEL: ActionCapability(
                     True,
@@ -722,13 +736,22 @@ class TemporalBackend:
             detail += "; the agent stops at its next heartbeat"
         return ActionOutcome(detail=detail, operations=ops)
 
-    async def resume(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome:
+    async def resume(
+        self, native_id: str, *, reason: str, identity: str, lost: bool = False
+    ) -> ActionOutcome:
         describe = await self._describe(native_id)
         self._require_running(native_id, describe)
         acts = activities_from_describe(describe)
-        targets = [a for a in acts if a.paused or a.state in ("paused", "pause_requested")]
-        if not targets:
-            raise Conflict(f"{native_id}: no paused activity to resume", target=native_id)
+        paused = [a for a in acts if a.paused or a.state in ("paused", "pause_requested")]
+        if paused:
+            return await self._unpause(native_id, paused, reason=reason, identity=identity)
+        if lost:
+            return await self._retry_lost(native_id, describe, acts, identity=identity)
+        raise Conflict(f"{native_id}: no paused activity to resume", target=native_id)
+
+    async def _unpause(
+        self, native_id: str, targets: list[ActivityView], *, reason: str, identity: str
+    ) -> ActionOutcome:
         ops: list[str] = []
         body = {"identity": identity, "reason": reason, "jitter": "0s"}
         for act in targets:
@@ -738,6 +761,60 @@ class TemporalBackend:
         return ActionOutcome(
             detail=f"resumed {len(targets)} activit{'y' if len(targets) == 1 else 'ies'}: the "
             "next attempt continues from the last heartbeat details",
+            operations=ops,
+        )
+
+    async def _retry_lost(
+        self,
+        native_id: str,
+        describe: dict[str, Any],
+        acts: list[ActivityView],
+        *,
+        identity: str,
+    ) -> ActionOutcome:
+        """Resume of a run whose agent went silent: what Temporal can do about it.
+
+        Temporal retries an activity by itself once its heartbeat timeout fires; the attempt
+        starts when a worker polls the task queue. An activity waiting for that retry is
+        reset ("retry now": no backoff wait, attempt counter back to 1, heartbeat details
+        kept, so the agent continues from its last heartbeat). An attempt the server still
+        counts as running cannot be hurried: a reset of it takes effect only at its heartbeat
+        timeout (measured on the 1.32 dev server), so it is left to that timeout.
+        """
+        queue = _task_queue(describe)
+        waiting = [a for a in acts if a.state == "scheduled"]
+        running = [a for a in acts if a.state == "started"]
+        if not waiting and not running:
+            raise Conflict(
+                f"{native_id}: no activity to retry: the last one timed out with no retry "
+                "left, so the workflow code handles that failure when a worker polls task "
+                f"queue '{queue}' (to run it again, reset the workflow to an earlier event)",
+                target=native_id,
+            )
+        ops: list[str] = []
+        said: list[str] = []
+        body = {"identity": identity, "jitter": "0s", "resetHeartbeat": False, "keepPaused": False}
+        for act in waiting:
+            await self.http.activity_command(native_id, act.activity_id, "reset", body)
+            ops.append(f"reset activity {act.activity_id} ({act.activity_type})")
+            said.append(
+                f"activity {act.activity_id} reset: retried now as attempt 1 (was attempt "
+                f"{act.attempt}), continuing from its last heartbeat details"
+            )
+        now = utcnow()
+        for act in running:
+            due = ""
+            if act.heartbeat_at is not None and act.heartbeat_timeout_s:
+                left = act.heartbeat_timeout_s - (now - act.heartbeat_at).total_seconds()
+                due = f" (in {max(0.0, left):.0f}s)" if left > 0 else " (due now)"
+            said.append(
+                f"activity {act.activity_id} is retried by the server at its heartbeat "
+                f"timeout{due}: nothing to force before then"
+            )
+        self._dirty.add(native_id)
+        return ActionOutcome(
+            detail="; ".join(said) + f"; the attempt starts when a worker polls task queue "
+            f"'{queue}'",
             operations=ops,
         )
 
@@ -870,6 +947,12 @@ def _without_interrupts(info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _task_queue(describe: dict[str, Any]) -> str:
+    info = describe.get("workflowExecutionInfo") or {}
+    queue = info.get("taskQueue")
+    return str(queue.get("name", "") if isinstance(queue, dict) else queue or "")
+
+
 def _pending_ids(info: dict[str, Any]) -> list[str]:
     value = search_attribute(info, SEARCH_ATTRIBUTE)
     if isinstance(value, list):
@@ -965,6 +1048,10 @@ def _camel(upper_snake: str) -> str:
     return head + "".join(p.capitalize() for p in rest)
 
 
-def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
+def from_url(parsed: BackendURL, ledger: PauseLedger) -> TemporalBackend:
     """Registry entry point: ``temporal+http://HOST:HTTP_PORT/NAMESPACE?rps=20``."""
     return TemporalBackend(TemporalConfig.from_url(parsed), ledger)
+
+
+#: the type checker holds ``from_url`` (and so TemporalBackend) to the adapter contract
+FACTORY: BackendFactory = from_url

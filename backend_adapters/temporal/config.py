@@ -31,7 +31,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from backend_adapters.registry import BackendURL, BackendURLError
+from backend_adapters.base import BackendURL, BackendURLError
 
 DEFAULT_POLL_S = 2.0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Coroutine
 from typing import Any
 
 from backend_adapters.base import ActionOutcome, Backend, BackendError
@@ -72,7 +73,7 @@ class CommandExecutor:
         for run in runs:
             backend = self.backend_for(run)
             cap = backend.capabilities().actions.get(action) if backend else None
-            ops[run.id] = list(cap.operations) if cap else []
+            ops[run.id] = list(cap.operations_for(run.state)) if cap else []
         result = plan(action, runs, operations=ops)
         missing = [t for t in targets if t not in self.hub.runs]
         result.warnings.extend(f"unknown run: {t}" for t in missing)
@@ -155,12 +156,10 @@ class CommandExecutor:
     async def _call(self, key: str, target: str, run: Run, backend: Backend, action: Action,
                     who: Principal, reason: str, the_plan: ActionPlan) -> CommandResult:
         base = {"id": key, "action": action.value, "target": target, "plan": the_plan}
-        op = getattr(backend, action.value)
-        extra = {"lost": True} if action is Action.RESUME and run.state is RunState.LOST else {}
         self._inflight.add((key, target))
         try:
-            outcome: ActionOutcome = await asyncio.wait_for(
-                op(run.native_id, reason=reason, identity=who.identity, **extra),
+            outcome = await asyncio.wait_for(
+                _backend_call(backend, action, run, reason=reason, identity=who.identity),
                 BACKEND_CALL_TIMEOUT_S)
         except BackendError as exc:
             return CommandResult(**base, outcome=_ERROR_OUTCOME.get(exc.code, "failed"),
@@ -361,6 +360,22 @@ class CommandExecutor:
     def _backend_by_run_id(self, run_id: str) -> Backend | None:
         head = run_id.split("/", 1)[0]
         return self.backends.get(head)
+
+
+def _backend_call(backend: Backend, action: Action, run: Run, *, reason: str,
+                  identity: str) -> Coroutine[Any, Any, ActionOutcome]:
+    """The adapter call for a run action, spelled out so the type checker sees each one."""
+    native = run.native_id
+    if action is Action.PAUSE:
+        return backend.pause(native, reason=reason, identity=identity)
+    if action is Action.RESUME:  # a lost run: the operator asks for a forced restart
+        return backend.resume(native, reason=reason, identity=identity,
+                              lost=run.state is RunState.LOST)
+    if action is Action.CANCEL:
+        return backend.cancel(native, reason=reason, identity=identity)
+    if action is Action.TERMINATE:
+        return backend.terminate(native, reason=reason, identity=identity)
+    raise ValueError(f"{action.value} is not a run action")
 
 
 def validation_error(intr: Interrupt, decision: Decision) -> str | None:
