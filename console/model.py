@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from console.liveness import classify_liveness
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -244,6 +246,24 @@ class Run(BaseModel):
     preempted: bool = False  # externally suspended (crash, eviction), not a failure
     attempt: int | None = None
     in_flight_step: str | None = None
+    # ---- recoverability facts: adapters fill what their backend knows (None = unknown);
+    # console.semantics.recoverability_warnings turns them into the ``warnings`` above
+    #: False when nothing runs that could heartbeat (a workflow parked with no step pending)
+    heartbeat_expected: bool = True
+    #: how long one attempt of the in-flight step may run (Temporal: start-to-close timeout;
+    #: else what the agent declares)
+    step_timeout_s: float | None = None
+    #: the backend aborts a step attempt that runs longer than this (Restate: inactivity +
+    #: abort timeout)
+    abort_timeout_s: float | None = None
+    #: where the run's state is kept between steps: "memory" is lost with the worker
+    checkpointer: str | None = None
+    #: the code version the run is bound to, and whether that binding is pinned (a version
+    #: the operator chose) rather than derived from the code (which changes on every edit)
+    app_version: str | None = None
+    version_pinned: bool | None = None
+    #: what each action does to this run on its backend, in operator words (plans show them)
+    action_notes: dict[Action, list[str]] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
 
     @staticmethod
@@ -252,6 +272,39 @@ class Run(BaseModel):
 
     def heartbeat_age_s(self, now: datetime | None = None) -> float | None:
         return age_seconds(self.heartbeat_at, now)
+
+    def observed_age_s(self, now: datetime | None = None) -> float | None:
+        """How old the backend reading behind ``state`` is (None: judged continuously)."""
+        return age_seconds(self.observed_at, now)
+
+    def suspected_state(self, now: datetime | None = None) -> RunState | None:
+        """``late`` or ``lost`` when the heartbeat's age *now* says worse than ``state``.
+
+        ``state`` was judged when the backend was read (``observed_at``); the age keeps
+        growing after that. A run shown ``running`` whose last beat is already older than
+        its timeout is not known to be running: the console says so instead of ``running``.
+        """
+        if self.state not in (RunState.RUNNING, RunState.WAITING, RunState.LATE):
+            return None
+        if self.heartbeat_at is None:
+            return None
+        now = now or utcnow()
+        if self.heartbeat_interval_s:
+            liveness = classify_liveness(
+                self.heartbeat_at,
+                now,
+                interval_s=self.heartbeat_interval_s,
+                timeout_s=self.heartbeat_timeout_s,
+            )
+        else:
+            age = age_seconds(self.heartbeat_at, now) or 0.0
+            timeout = self.heartbeat_timeout_s
+            liveness = "lost" if timeout and age > timeout else "unknown"
+        if liveness == "lost":
+            return RunState.LOST
+        if liveness == "late" and self.state is not RunState.LATE:
+            return RunState.LATE
+        return None
 
     def contract(self, now: datetime | None = None) -> dict[str, Any]:
         return {
@@ -276,7 +329,23 @@ class Run(BaseModel):
             "preempted": self.preempted,
             "attempt": self.attempt,
             "in_flight_step": self.in_flight_step,
+            # the state is as of ``state_as_of`` (null: judged continuously by the gateway);
+            # ``suspected_state``: what the heartbeat age says now when that is worse
+            "state_as_of": self.observed_at.isoformat() if self.observed_at else None,
+            "observed_age_s": self.observed_age_s(now),
+            "suspected_state": _value(self.suspected_state(now)),
+            "heartbeat_expected": self.heartbeat_expected,
+            "step_timeout_s": self.step_timeout_s,
+            "abort_timeout_s": self.abort_timeout_s,
+            "checkpointer": self.checkpointer,
+            "app_version": self.app_version,
+            "version_pinned": self.version_pinned,
+            "action_notes": {a.value: list(n) for a, n in self.action_notes.items()},
         }
+
+
+def _value(state: RunState | None) -> str | None:
+    return state.value if state is not None else None
 
 
 def split_run_id(run_id: str) -> tuple[str, str, str]:

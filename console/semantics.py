@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Literal
 
+# the liveness rules live below the model (its JSON contract uses them); re-exported here
+from console.liveness import Liveness as Liveness
+from console.liveness import classify_liveness as classify_liveness
+from console.liveness import late_margin as late_margin
 from console.model import (
     TERMINAL_STATES,
     Action,
@@ -17,19 +20,10 @@ from console.model import (
     PlannedResource,
     Run,
     RunState,
-    age_seconds,
 )
-
-Liveness = Literal["running", "late", "lost", "unknown"]
 
 #: states in which the agent is executing (or should be) and heartbeats are expected
 LIVE_STATES = frozenset({RunState.RUNNING, RunState.LATE, RunState.LOST, RunState.WAITING})
-
-
-def late_margin(interval_s: float) -> float:
-    """Slack before a missed beat counts as late: half a cadence, at least one second."""
-    return max(1.0, 0.5 * interval_s)
-
 
 def beat_is_stale(
     seq: int, at: datetime | None, last_seq: int | None, last_at: datetime | None
@@ -47,33 +41,6 @@ def beat_is_stale(
     if (at.tzinfo is None) != (last_at.tzinfo is None):
         return False  # one naive, one aware: not comparable, so not provably older
     return at <= last_at
-
-
-def classify_liveness(
-    heartbeat_at: datetime | None,
-    now: datetime,
-    *,
-    interval_s: float | None,
-    timeout_s: float | None,
-    started_at: datetime | None = None,
-) -> Liveness:
-    """running -> late -> lost from the age of the last heartbeat.
-
-    - ``late`` when the age exceeds the expected cadence plus a margin (suspected),
-    - ``lost`` when it exceeds the heartbeat timeout (what the backend itself would decide);
-      without a timeout, after five missed cadences.
-    A run that never beat is judged from ``started_at`` the same way; with neither, unknown.
-    """
-    reference = heartbeat_at or started_at
-    if reference is None or interval_s is None or interval_s <= 0:
-        return "unknown"
-    age = age_seconds(reference, now) or 0.0
-    lost_after = timeout_s if timeout_s and timeout_s > 0 else 5 * interval_s
-    if age > lost_after:
-        return "lost"
-    if age > interval_s + late_margin(interval_s):
-        return "late"
-    return "running"
 
 
 def unified_state(run: Run, now: datetime) -> RunState:
@@ -167,9 +134,9 @@ def plan(
             continue
         _plan_resources(action, run, result)
         result.warnings.extend(_action_warnings(action, run))
-        notes = run.details.get("action_notes")  # backend-specific, e.g. Temporal attempts
-        if isinstance(notes, dict):
-            result.warnings.extend(f"{run.id}: {n}" for n in notes.get(action.value, []))
+        result.warnings.extend(_recoverability_for(action, run))
+        # what the action does on this backend (e.g. Temporal's attempts), from the adapter
+        result.warnings.extend(f"{run.id}: {n}" for n in run.action_notes.get(action, []))
         if action in (Action.PAUSE, Action.RESUME) and run.in_flight_step:
             result.will_rerun.append(f"{run.id}: {run.in_flight_step}")
     return result
@@ -222,26 +189,87 @@ def _action_warnings(action: Action, run: Run) -> list[str]:
 
 # --------------------------------------------------------------------- recoverability
 
+#: checkpointer names that keep a run's state in the worker's memory (LangGraph's savers too)
+IN_MEMORY_CHECKPOINTERS = frozenset(
+    {"memory", "in_memory", "inmemory", "inmem", "MemorySaver", "InMemorySaver"}
+)
 
-def recoverability_warnings(
-    run: Run, *, step_seconds: float | None = None, abort_timeout_s: float | None = None
-) -> list[str]:
-    """Why ``run`` cannot be safely preempted, in operator words (empty when it can)."""
+
+def in_memory(run: Run) -> bool:
+    return run.checkpointer is not None and run.checkpointer in IN_MEMORY_CHECKPOINTERS
+
+
+def recoverability_warnings(run: Run) -> list[str]:
+    """Why ``run`` cannot be safely preempted or recovered, in operator words (empty if it can).
+
+    Backend-neutral: adapters put the facts in the typed fields of :class:`Run`
+    (``heartbeat_timeout_s``, ``step_timeout_s``, ``abort_timeout_s``, ``checkpointer``,
+    ``app_version``/``version_pinned``, ``attempt``); the gateway's hub adds these words to
+    every run of every backend. Facts an adapter does not know (None) warn about nothing.
+    """
     out: list[str] = []
     if run.state in TERMINAL_STATES:
         return out
-    if run.heartbeat_timeout_s is None:
-        out.append("no heartbeat timeout: a dead worker is noticed only by silence")
-    elif step_seconds is not None and run.heartbeat_timeout_s > step_seconds:
-        out.append(
-            f"heartbeat timeout {run.heartbeat_timeout_s:g}s is longer than the work it guards "
-            f"({step_seconds:g}s)"
+    hb_timeout, step = run.heartbeat_timeout_s, run.step_timeout_s
+    if hb_timeout is None and run.heartbeat_expected:
+        noticed = (
+            f"at the step's own timeout ({step:g}s)" if step else "by silence only (no deadline)"
         )
-    if run.details.get("checkpointer") == "memory":
-        out.append("in-memory checkpointer: state is lost if the worker dies")
-    if abort_timeout_s is not None and step_seconds is not None and step_seconds > abort_timeout_s:
+        out.append(f"no heartbeat timeout: a dead worker is noticed {noticed}")
+    elif hb_timeout is not None and step is not None and hb_timeout >= step:
         out.append(
-            f"step runs {step_seconds:g}s, longer than the backend's abort timeout "
-            f"{abort_timeout_s:g}s: it is aborted on every attempt"
+            f"heartbeat timeout {hb_timeout:g}s is not shorter than the step it guards "
+            f"({step:g}s): the step's own timeout fires first, so heartbeats never catch a "
+            "dead worker"
+        )
+    if step is not None and run.abort_timeout_s is not None and step > run.abort_timeout_s:
+        out.append(
+            f"the step may run {step:g}s, longer than the backend's abort timeout "
+            f"{run.abort_timeout_s:g}s: a step that long is aborted on every attempt"
+        )
+    if in_memory(run):
+        out.append(
+            f"in-memory checkpointer ({run.checkpointer}): the run's state is lost if its "
+            "worker dies; nothing can recover it"
+        )
+    if run.version_pinned is False:
+        version = f" ({run.app_version})" if run.app_version else ""
+        out.append(
+            f"application version not pinned{version}: after a code change this run may be "
+            "recovered by no worker, or replayed on code it was not written for"
+        )
+    if run.attempt is not None and run.attempt >= 2:
+        out.append(
+            f"on attempt {run.attempt}: it failed or was interrupted {run.attempt - 1} "
+            "time(s) before; its in-flight step has already run (at-least-once)"
+        )
+    return out
+
+
+def _recoverability_for(action: Action, run: Run) -> list[str]:
+    """The recoverability facts that change what ``action`` does to ``run``."""
+    out: list[str] = []
+    if action in (Action.PAUSE, Action.RESUME):
+        if in_memory(run):
+            out.append(
+                f"{run.id}: state is in the worker's memory ({run.checkpointer}): if the "
+                "worker restarts while paused, resume cannot continue the run"
+            )
+        if run.version_pinned is False:
+            out.append(
+                f"{run.id}: application version not pinned: the run continues on whatever "
+                "code the workers have when it resumes; after a code change it may not be "
+                "picked up at all"
+            )
+        step, abort = run.step_timeout_s, run.abort_timeout_s
+        if run.in_flight_step and step is not None and abort is not None and step > abort:
+            out.append(
+                f"{run.id}: the in-flight step re-runs on resume and may run {step:g}s, longer "
+                f"than the abort timeout {abort:g}s: it is aborted again"
+            )
+    if action is Action.RESUME and run.attempt is not None and run.attempt >= 2:
+        out.append(
+            f"{run.id}: on attempt {run.attempt}: resume re-runs a step that has already "
+            "run before"
         )
     return out

@@ -10,9 +10,10 @@ State map (README.md, "States"):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from backend_adapters.dbos.conventions import (
     ACTIVE_STATUSES,
@@ -107,6 +108,20 @@ def in_flight_step_of(attrs: Mapping[str, Any], native: str) -> str | None:
     return name
 
 
+#: what DBOS uses as the application version when none is configured: the MD5 hex digest of
+#: the workflow sources (seen on a real database: '243a69f0321aff8d5f32d4504992cc29'), or
+#: ``DEFAULT_VERSION-<app>`` when the source cannot be read (dbos 3.4.0 ``compute_app_version``)
+_DERIVED_VERSION = re.compile(r"[0-9a-f]{32}|DEFAULT_VERSION(-.*)?")
+
+
+def version_pinned(app_version: Any) -> bool | None:
+    """Was the run's application version chosen (pinned) or derived from the code? None when
+    the status carries no version."""
+    if not isinstance(app_version, str) or not app_version:
+        return None
+    return _DERIVED_VERSION.fullmatch(app_version) is None
+
+
 def _float_or_none(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
@@ -154,6 +169,7 @@ def run_from_status(
         details["executions"] = report.get("execution")
         details["recoveries"] = recoveries
     updated = from_epoch_ms(getattr(status, "updated_at", None))
+    app_version = getattr(status, "app_version", None)
     return Run(
         id=run_id,
         backend=BACKEND,
@@ -175,6 +191,10 @@ def run_from_status(
         preempted=(isinstance(attempts, int) and attempts > 1) or recoveries > 0,
         attempt=attempts if isinstance(attempts, int) else None,
         in_flight_step=in_flight_step_of(attrs, native),
+        # a queued or delayed run has not started: nothing runs that could heartbeat
+        heartbeat_expected=native not in ("ENQUEUED", "DELAYED"),
+        app_version=app_version if isinstance(app_version, str) and app_version else None,
+        version_pinned=version_pinned(app_version),
         details=details,
     )
 
@@ -278,7 +298,9 @@ def journal_from_steps(
             continue
         if wait is not None:
             wait["closed"] = True
-        status = "failed" if step.get("error") is not None else "completed"
+        status: Literal["failed", "completed"] = (
+            "failed" if step.get("error") is not None else "completed"
+        )
         label = {"DBOS.sleep": "sleep (DBOS.sleep)", "DBOS.getResult": "await child result"}
         out.append(
             JournalStep(

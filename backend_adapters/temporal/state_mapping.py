@@ -30,6 +30,7 @@ from backend_adapters.temporal.payloads import (
     parse_time,
 )
 from console.model import (
+    Action,
     DecisionKind,
     Interrupt,
     Resource,
@@ -298,6 +299,7 @@ def interrupts_from_shape(
             if d in DECISION_KINDS
         ]
         schema = item.get("args_schema")
+        args = item.get("args")
         out.append(
             Interrupt(
                 id=Interrupt.make_id(run_id, native),
@@ -306,7 +308,7 @@ def interrupts_from_shape(
                 title=str(item.get("title") or native),
                 description=str(item.get("description") or ""),
                 action=str(item.get("action") or ""),
-                args=item.get("args") if isinstance(item.get("args"), dict) else {},
+                args=args if isinstance(args, dict) else {},
                 args_schema=schema if isinstance(schema, dict) else None,
                 allowed_decisions=allowed or [DecisionKind.APPROVE, DecisionKind.REJECT],
                 created_at=parse_time(item.get("created_at")) or fallback_created_at,
@@ -366,11 +368,14 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
     )
     details = run.details  # pydantic copied the dict: keep writing to the model's own
 
+    run.app_version, run.version_pinned = worker_version(info)
+    run.heartbeat_expected = primary is not None  # a workflow with no activity has no beat
     if primary is not None:
         irq = primary.irq_details
         run.heartbeat_at = primary.heartbeat_at
         run.observed_at = ev.observed_at
         run.heartbeat_timeout_s = primary.heartbeat_timeout_s
+        run.step_timeout_s = primary.start_to_close_s
         run.heartbeat_interval_s = primary.cadence_s
         run.attempt = primary.attempt
         run.in_flight_step = f"{primary.activity_type} (activity {primary.activity_id})"
@@ -415,8 +420,11 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
             details.setdefault("lost", {"by": "server", "reason": "heartbeat timeout"})
         if run.state in (RunState.PAUSED, RunState.PAUSING):
             run.preempted = True
-        warnings.extend(activity_warnings(acts))
-        details["action_notes"] = action_notes(acts)
+        # the primary activity's facts are the run's (semantics words them); the others
+        # are named here
+        warnings.extend(activity_warnings([a for a in acts if a is not primary]))
+        warnings.extend(heartbeat_detail_warnings(acts))
+        run.action_notes = action_notes(acts)
         warnings.extend(_worker_warnings(acts, ev.stale_workers))
         waited = ev.workflow_task_waiting_s
         if waited is not None and waited > STUCK_WORKFLOW_TASK_S:
@@ -446,34 +454,81 @@ def _closed_resources(run: Run, ev: RunEvidence) -> None:
 
 
 def activity_warnings(acts: list[ActivityView]) -> list[str]:
-    """Recoverability warnings the plans show (pause / cancel / reset)."""
+    """Recoverability warnings about activities other than the run's primary one (the
+    primary's facts are in the Run's typed fields, and ``console.semantics`` words them)."""
     out: list[str] = []
     for act in acts:
         name = f"activity '{act.activity_type}' ({act.activity_id})"
         if act.heartbeat_timeout_s is None:
             guard = f" ({act.start_to_close_s:g}s)" if act.start_to_close_s else ""
             out.append(
-                f"{name} has no heartbeat timeout: pause and cancel reach it only when it "
-                f"completes, and a dead worker is noticed only at its start-to-close "
-                f"timeout{guard}"
+                f"{name} has no heartbeat timeout: a dead worker is noticed only at its "
+                f"start-to-close timeout{guard}"
             )
-        elif act.irq_details is None and act.details is None and act.state == "started":
-            out.append(f"{name} has not heartbeated yet: no resources reported")
         if act.attempt >= 2:
+            out.append(f"{name} is on attempt {act.attempt}")
+    return out
+
+
+def heartbeat_detail_warnings(acts: list[ActivityView]) -> list[str]:
+    """What a started activity's heartbeats leave out, said as what is missing."""
+    out: list[str] = []
+    for act in acts:
+        if act.state != "started" or act.heartbeat_timeout_s is None:
+            continue
+        name = f"activity '{act.activity_type}' ({act.activity_id})"
+        if act.heartbeat_at is None:
+            out.append(f"{name} has not heartbeated yet: no resources or progress reported")
+        elif act.irq_details is None:
             out.append(
-                f"{name} is on attempt {act.attempt}: a reset of a running attempt >= 2 is "
-                "ignored until the heartbeat timeout, and a cancel landing then can end the "
-                "workflow FAILED; prefer pause, reset (keep paused), resume"
+                f"{name} heartbeats without irq details: it reports no resources, so a plan "
+                "cannot say what pause or cancel keeps or releases"
             )
     return out
 
 
-def action_notes(acts: list[ActivityView]) -> dict[str, list[str]]:
+def worker_version(info: dict[str, Any]) -> tuple[str | None, bool | None]:
+    """(version, pinned) of a workflow: Worker Versioning's behaviour and deployment version
+    when the workflow has them (pinned = ``VERSIONING_BEHAVIOR_PINNED``); else the build id
+    the SDK derived from the worker's code, not pinned. Without either: unknown."""
+    versioning = info.get("versioningInfo")
+    if isinstance(versioning, dict) and versioning:
+        behavior = short_enum(versioning.get("behavior"), "VERSIONING_BEHAVIOR_")
+        version = versioning.get("deploymentVersion") or {}
+        build = version.get("buildId") if isinstance(version, dict) else None
+        name = version.get("deploymentName") if isinstance(version, dict) else None
+        label = f"{name}:{build}" if name and build else (build or versioning.get("version"))
+        return (str(label) if label else None), behavior == "pinned"
+    stamp = info.get("mostRecentWorkerVersionStamp")
+    if isinstance(stamp, dict) and stamp.get("buildId"):
+        # an SDK-derived build id; ``useVersioning`` marks the older build-id versioning
+        return str(stamp["buildId"]), bool(stamp.get("useVersioning"))
+    if info.get("assignedBuildId"):
+        return str(info["assignedBuildId"]), None
+    if "mostRecentWorkerVersionStamp" in info or "autoResetPoints" in info:
+        return None, False  # described, and no versioning at all
+    return None, None
+
+
+def action_notes(acts: list[ActivityView]) -> dict[Action, list[str]]:
     """What each action does to these activities, in operator words (for plans)."""
     pause: list[str] = []
     cancel: list[str] = []
     for act in acts:
         name = f"activity '{act.activity_type}' ({act.activity_id})"
+        if act.heartbeat_timeout_s is None and act.state == "started":
+            unreachable = (
+                f"{name} has no heartbeat timeout: the server cannot reach it, so it sees "
+                "the request only when it completes"
+            )
+            pause.append(unreachable)
+            cancel.append(unreachable)
+        if act.attempt >= 2:
+            cancel.append(
+                f"{name} is on attempt {act.attempt}: a reset of a running attempt >= 2 is "
+                "ignored until the heartbeat timeout, and a cancel landing then can end the "
+                "workflow FAILED; prefer pause, reset (keep paused), resume"
+            )
         if act.state in ("started", "scheduled"):
             pause.append(
                 f"{name}: pause ends the running attempt {act.attempt} (it fails with "
@@ -487,9 +542,9 @@ def action_notes(acts: list[ActivityView]) -> dict[str, list[str]]:
                 "resources marked on_cancel=release"
             )
     return {
-        "pause": pause,
-        "cancel": cancel,
-        "terminate": ["terminate closes the workflow at once: no activity gets to clean up"],
+        Action.PAUSE: pause,
+        Action.CANCEL: cancel,
+        Action.TERMINATE: ["terminate closes the workflow at once: no activity gets to clean up"],
     }
 
 

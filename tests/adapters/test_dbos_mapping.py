@@ -180,3 +180,24 @@ def test_sqlite_urls_in_both_slash_styles_name_the_same_file(tmp_path: Path):
     assert pg.display == "postgresql://db:5432/sys"
     with pytest.raises(Unreachable):
         locate("dbos+mysql://x/y", "mysql://x/y", {})
+
+
+def test_application_version_derived_from_the_code_is_not_pinned():
+    """dbos 3.4.0 without ``application_version`` uses the MD5 of the workflow sources (seen
+    on a real SQLite database: '243a69f0321aff8d5f32d4504992cc29')."""
+    from backend_adapters.dbos.mapping import version_pinned
+
+    assert version_pinned("243a69f0321aff8d5f32d4504992cc29") is False
+    assert version_pinned("DEFAULT_VERSION-billing") is False
+    assert version_pinned("billing-7") is True  # what irq's agent_config pins
+    assert version_pinned("") is None and version_pinned(None) is None
+    status = SimpleNamespace(
+        workflow_id="wf-v", status="PENDING", name="wf", attributes={},
+        app_version="243a69f0321aff8d5f32d4504992cc29", recovery_attempts=1,
+    )
+    run = run_from_status(status, context="local", paused=False)
+    assert run.app_version == "243a69f0321aff8d5f32d4504992cc29"
+    assert run.version_pinned is False and run.heartbeat_expected
+    queued = run_from_status(SimpleNamespace(**{**vars(status), "status": "ENQUEUED"}),
+                             context="local", paused=False)
+    assert queued.heartbeat_expected is False

@@ -141,15 +141,65 @@ def test_no_action_applies_to_a_terminal_run(state, action):
         assert conflict is not None
 
 
-def test_recoverability_warnings():
+def test_recoverability_warnings_name_each_missing_safeguard():
     assert recoverability_warnings(_run()) == [
-        "no heartbeat timeout: a dead worker is noticed only by silence"
+        "no heartbeat timeout: a dead worker is noticed by silence only (no deadline)"
     ]
-    w = recoverability_warnings(_run(heartbeat_timeout_s=600), step_seconds=30)
-    assert "longer than the work it guards" in w[0]
-    w = recoverability_warnings(_run(heartbeat_timeout_s=5, details={"checkpointer": "memory"}))
-    assert w == ["in-memory checkpointer: state is lost if the worker dies"]
-    assert recoverability_warnings(_run(state=RunState.COMPLETED)) == []
+    w = recoverability_warnings(_run(step_timeout_s=600))
+    assert w == ["no heartbeat timeout: a dead worker is noticed at the step's own timeout (600s)"]
+    # nothing runs that could beat (a workflow parked on a signal): no heartbeat warning
+    assert recoverability_warnings(_run(heartbeat_expected=False)) == []
+    # a heartbeat timeout that is not shorter than the step it guards catches nothing
+    w = recoverability_warnings(_run(heartbeat_timeout_s=600, step_timeout_s=30))
+    assert len(w) == 1 and "600s is not shorter than the step it guards (30s)" in w[0]
+    assert recoverability_warnings(_run(heartbeat_timeout_s=5, step_timeout_s=30)) == []
+    # a step longer than the backend's abort timeout never finishes
+    w = recoverability_warnings(
+        _run(heartbeat_timeout_s=5, step_timeout_s=720, abort_timeout_s=660)
+    )
+    assert len(w) == 1 and "may run 720s, longer than the backend's abort timeout 660s" in w[0]
+    w = recoverability_warnings(_run(heartbeat_timeout_s=5, checkpointer="MemorySaver"))
+    assert w == [
+        "in-memory checkpointer (MemorySaver): the run's state is lost if its worker dies; "
+        "nothing can recover it"
+    ]
+    assert recoverability_warnings(_run(heartbeat_timeout_s=5, checkpointer="sqlite")) == []
+    w = recoverability_warnings(
+        _run(heartbeat_timeout_s=5, app_version="243a69f0", version_pinned=False)
+    )
+    assert len(w) == 1 and w[0].startswith("application version not pinned (243a69f0)")
+    assert recoverability_warnings(
+        _run(heartbeat_timeout_s=5, app_version="billing-7", version_pinned=True)
+    ) == []
+    assert recoverability_warnings(_run(heartbeat_timeout_s=5, version_pinned=None)) == []
+    w = recoverability_warnings(_run(heartbeat_timeout_s=5, attempt=3))
+    assert len(w) == 1 and w[0].startswith("on attempt 3: it failed or was interrupted 2 time")
+    assert recoverability_warnings(_run(heartbeat_timeout_s=5, attempt=1)) == []
+    # a finished run is past saving
+    assert recoverability_warnings(_run(state=RunState.COMPLETED, attempt=5)) == []
+
+
+def test_plans_carry_the_warnings_that_change_their_outcome():
+    run = _run(
+        heartbeat_timeout_s=5,
+        state=RunState.PAUSED,
+        app_version="243a69f0",
+        version_pinned=False,
+        checkpointer="memory",
+        attempt=2,
+    )
+    resume = plan(Action.RESUME, [run]).warnings
+    assert any("not pinned" in w and "resumes" in w for w in resume)
+    assert any("worker's memory (memory)" in w for w in resume)
+    assert any("on attempt 2: resume re-runs" in w for w in resume)
+    # a pinned, durable, first attempt: nothing of that
+    safe = run.model_copy(update={"version_pinned": True, "checkpointer": "sqlite",
+                                  "attempt": 1})
+    assert plan(Action.RESUME, [safe]).warnings == []
+    # the step that re-runs on resume is aborted again when it is longer than the abort
+    running = _run(heartbeat_timeout_s=5, in_flight_step="train", step_timeout_s=720,
+                   abort_timeout_s=660)
+    assert any("aborted again" in w for w in plan(Action.PAUSE, [running]).warnings)
 
 
 def test_liveness_of_old_observations_is_judged_when_they_were_read():
@@ -162,6 +212,40 @@ def test_liveness_of_old_observations_is_judged_when_they_were_read():
 
 
 def test_plan_carries_backend_action_notes():
-    run = _run(heartbeat_timeout_s=5, details={"action_notes": {"pause": ["fails attempt 1"]}})
+    run = _run(heartbeat_timeout_s=5, action_notes={Action.PAUSE: ["fails attempt 1"]})
     p = plan(Action.PAUSE, [run])
     assert "dbos:local/wf: fails attempt 1" in p.warnings
+    assert plan(Action.CANCEL, [run]).warnings == []
+    # the notes travel in the JSON contract and come back typed (how clients plan)
+    again = Run.model_validate(run.contract(NOW))
+    assert again.action_notes == {Action.PAUSE: ["fails attempt 1"]}
+    # a key in details is no longer read
+    legacy = _run(heartbeat_timeout_s=5, details={"action_notes": {"pause": ["old"]}})
+    assert plan(Action.PAUSE, [legacy]).warnings == []
+
+
+def test_a_running_state_whose_heartbeat_is_now_past_its_timeout_is_suspected_lost():
+    """The hello_cancellation case: judged running when read 1.5 s ago (beat 1.0 s old then);
+    read now, the beat is 2.5 s old, past the 2 s timeout: running is no longer known."""
+    run = _run(state=RunState.RUNNING, heartbeat_at=_ago(2.5), observed_at=_ago(1.5),
+               heartbeat_interval_s=1.6, heartbeat_timeout_s=2)
+    assert unified_state(run, NOW) is RunState.RUNNING  # as of the observation
+    assert run.suspected_state(NOW) is RunState.LOST
+    c = run.contract(NOW)
+    assert c["state"] == "running" and c["suspected_state"] == "lost"
+    assert c["state_as_of"] == _ago(1.5).isoformat() and c["observed_age_s"] == 1.5
+    assert c["heartbeat_age_s"] == 2.5
+    # past the cadence and its margin, not yet past the timeout: late is suspected
+    slow = run.model_copy(update={"heartbeat_at": _ago(4), "heartbeat_timeout_s": 10})
+    assert slow.suspected_state(NOW) is RunState.LATE
+    # fresh: nothing suspected; a timeout with no cadence still counts
+    assert run.model_copy(update={"heartbeat_at": _ago(0.5)}).suspected_state(NOW) is None
+    no_cadence = run.model_copy(update={"heartbeat_interval_s": None})
+    assert no_cadence.suspected_state(NOW) is RunState.LOST
+    # states that claim no liveness are never suspected
+    for state in (RunState.PAUSED, RunState.LOST, RunState.COMPLETED, RunState.BACKING_OFF):
+        assert run.model_copy(update={"state": state}).suspected_state(NOW) is None
+    # a run judged continuously (pushed beats, no observation time) has no as-of
+    pushed = _run(heartbeat_at=_ago(1), heartbeat_interval_s=1, heartbeat_timeout_s=5)
+    assert pushed.contract(NOW)["state_as_of"] is None
+    assert pushed.contract(NOW)["observed_age_s"] is None

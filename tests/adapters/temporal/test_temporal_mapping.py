@@ -28,9 +28,11 @@ from backend_adapters.temporal.state_mapping import (
     activity_from_json,
     heartbeat_loss_from_history,
     run_from_evidence,
+    worker_version,
 )
 from backend_adapters.temporal.worker_liveness import stale_workers, workers_from_json
-from console.model import Decision, DecisionKind, Interrupt, RunState
+from console.model import Action, Decision, DecisionKind, Interrupt, RunState
+from console.semantics import recoverability_warnings
 
 NOW = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 
@@ -188,13 +190,52 @@ def test_worst_activity_wins_and_interrupts_wait() -> None:
     assert run_for(interrupt_ids=["x"], cancel_requested=True).state is RunState.CANCELLING
 
 
-def test_warnings_no_heartbeat_timeout_and_attempt() -> None:
+def test_facts_for_warnings_no_heartbeat_timeout_and_attempt() -> None:
+    """The primary activity's facts go to typed fields (the hub words them for every
+    backend); Temporal's own advice goes to typed action notes."""
     bare = activity(activityOptions={"startToCloseTimeout": "600s"}, attempt=3)
     run = run_for(bare)
-    assert run.heartbeat_timeout_s is None
-    assert any("no heartbeat timeout" in w and "600s" in w for w in run.warnings)
-    assert any("attempt 3" in w and "reset" in w for w in run.warnings)
-    assert run.details["action_notes"]["pause"]
+    assert run.heartbeat_timeout_s is None and run.heartbeat_expected
+    assert run.step_timeout_s == 600 and run.attempt == 3
+    words = recoverability_warnings(run)
+    assert any("no heartbeat timeout" in w and "600s" in w for w in words)
+    assert any("on attempt 3" in w for w in words)
+    assert any("attempt 3" in n and "reset" in n for n in run.action_notes[Action.CANCEL])
+    assert any("no heartbeat timeout" in n for n in run.action_notes[Action.PAUSE])
+    assert "action_notes" not in run.details
+    # a second activity is named by the adapter itself
+    other = activity(activityId="2", activityOptions={"startToCloseTimeout": "60s"})
+    two = run_for(activity(), other)
+    assert any("activity 'train' (2) has no heartbeat timeout" in w for w in two.warnings)
+    # a workflow with no activity pending has nothing that could heartbeat
+    assert run_for(interrupt_ids=["deploy"]).heartbeat_expected is False
+
+
+def test_heartbeat_warnings_say_what_is_missing() -> None:
+    """hello_cancellation heartbeats without details: it has heartbeated, it reports no
+    resources. Only an activity with no recorded heartbeat "has not heartbeated yet"."""
+    plain = activity(heartbeatDetails=None)
+    warnings = run_for(plain).warnings
+    assert not any("has not heartbeated" in w for w in warnings)
+    assert any("heartbeats without irq details" in w for w in warnings)
+    fresh = activity(heartbeatDetails=None, lastHeartbeatTime=None)
+    assert any("has not heartbeated yet" in w for w in run_for(fresh).warnings)
+    assert not any("heartbeat" in w for w in run_for(activity()).warnings)
+
+
+def test_worker_version_facts() -> None:
+    # observed on 1.32.0 with an unversioned temporalio 1.35 worker (describe)
+    assert worker_version(
+        {"mostRecentWorkerVersionStamp": {"buildId": "42a2a470"}, "autoResetPoints": {}}
+    ) == ("42a2a470", False)
+    pinned = {"versioningInfo": {"behavior": "VERSIONING_BEHAVIOR_PINNED",
+                                 "deploymentVersion": {"deploymentName": "agents",
+                                                       "buildId": "v7"}}}
+    assert worker_version(pinned) == ("agents:v7", True)
+    upgrade = {"versioningInfo": {"behavior": "VERSIONING_BEHAVIOR_AUTO_UPGRADE",
+                                  "deploymentVersion": {"deploymentName": "a", "buildId": "v7"}}}
+    assert worker_version(upgrade) == ("a:v7", False)
+    assert worker_version({}) == (None, None)  # a list entry: not described yet
 
 
 def test_closed_runs_resources() -> None:
