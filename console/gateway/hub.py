@@ -26,7 +26,7 @@ from console.model import (
     RunState,
     utcnow,
 )
-from console.semantics import beat_is_stale, unified_state
+from console.semantics import beat_is_stale, recoverability_warnings, unified_state
 
 HEARTBEAT_HISTORY = 120
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
@@ -159,6 +159,9 @@ class Hub:
             merged.state = RunState.PAUSING if check.action == "pause" else RunState.CANCELLING
         else:
             merged.state = unified_state(merged, now)
+        # every run of every backend: the adapter's own warnings, then the recoverability
+        # warnings its facts imply (facts merged from the agent's beats included)
+        merged.warnings = [*observed.warnings, *recoverability_warnings(merged)]
         return merged
 
     def _refresh(self, run_id: str, now: datetime) -> None:
