@@ -110,7 +110,10 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if os.environ.get("IRQ_DEBUG"):
             raise
-        print(f"irq: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from console.terminal_text import terminal_safe  # the message may quote foreign text
+
+        message = terminal_safe(f"{type(exc).__name__}: {exc}", multiline=True)
+        print(f"irq: internal error: {message}", file=sys.stderr)
         print("  hint: set IRQ_DEBUG=1 to see the traceback", file=sys.stderr)
         sys.exit(1)
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
+from console.terminal_text import terminal_safe
+
 if TYPE_CHECKING:
     from console.client import GatewayError
     from console.model import CommandResult
@@ -50,15 +52,16 @@ OUTCOME_CODES: dict[str, ExitCode] = {
 
 
 def diagnose(message: str) -> None:
-    """One diagnostic line on stderr (never stdout: that is for data)."""
-    print(f"irq: {message}", file=sys.stderr, flush=True)
+    """One diagnostic line on stderr (never stdout: that is for data); messages may quote
+    agent, backend or gateway text, so control characters are made visible."""
+    print(f"irq: {terminal_safe(message, multiline=True)}", file=sys.stderr, flush=True)
 
 
 def fail(code: ExitCode, message: str, *, hint: str | None = None) -> NoReturn:
     """Print a clear message (and an optional hint) on stderr and exit with ``code``."""
     diagnose(message)
     if hint:
-        print(f"  hint: {hint}", file=sys.stderr, flush=True)
+        print(f"  hint: {terminal_safe(hint, multiline=True)}", file=sys.stderr, flush=True)
     raise typer.Exit(int(code))
 
 

@@ -2,12 +2,20 @@
 
 Data goes to stdout, diagnostics to stderr. JSON output is exactly the ``contract()`` of the
 domain types (DESIGN.md §5), so scripts can rely on the field names.
+
+Text from agents, backends and other clients never reaches the terminal as it was written
+(console/terminal_text.py): ``esc``/``styled`` make each value inert where it enters a table
+or a line (so widths are measured on what is shown), ``hint`` does it for diagnostics, and
+every rich console made here carries a render hook that does it once more for anything that
+was printed without them. JSON escapes C1 controls, bidi overrides and lone surrogates as
+``\\uXXXX`` (the decoded value is unchanged; C0 controls the encoder escapes itself).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
@@ -15,8 +23,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.terminal_text import UNSAFE_IN_BLOCK, terminal_safe
+
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderResult
     from rich.table import Table
 
 
@@ -47,20 +57,54 @@ def _width(stream: Any) -> int | None:
         return 240
 
 
-def stdout_console() -> Console:
-    from rich.console import Console
+def _inert_console(stream: Any) -> Console:
+    from rich.console import Console, RenderHook
 
-    return Console(file=sys.stdout, width=_width(sys.stdout), highlight=False, soft_wrap=False)
+    class InertSegments:
+        """Renders ``inner`` and makes control characters in its text visible (the backstop
+        for text printed without ``esc``; layout was measured before, so a hostile value
+        that took this path may wrap: it still reaches the terminal inert)."""
+
+        def __init__(self, inner: ConsoleRenderable) -> None:
+            self.inner = inner
+
+        def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+            from rich.segment import Segment
+
+            for segment in console.render(self.inner, options):
+                if segment.control or not UNSAFE_IN_BLOCK.search(segment.text):
+                    yield segment
+                else:
+                    yield Segment(terminal_safe(segment.text, multiline=True), segment.style)
+
+    class InertHook(RenderHook):
+        def process_renderables(
+            self, renderables: list[ConsoleRenderable]
+        ) -> list[ConsoleRenderable]:
+            return [InertSegments(r) for r in renderables]
+
+    console = Console(file=stream, width=_width(stream), highlight=False, soft_wrap=False)
+    console.push_render_hook(InertHook())
+    return console
+
+
+def stdout_console() -> Console:
+    return _inert_console(sys.stdout)
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
+    return _inert_console(sys.stderr)
 
-    return Console(file=sys.stderr, width=_width(sys.stderr), highlight=False, soft_wrap=False)
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def dumps(obj: Any, *, indent: int | None = None) -> str:
-    return json.dumps(obj, indent=indent, default=str, ensure_ascii=False)
+    """JSON, readable (non-ASCII stays as it is) but with nothing a terminal acts on."""
+    return UNSAFE_IN_BLOCK.sub(
+        _json_escape, json.dumps(obj, indent=indent, default=str, ensure_ascii=False)
+    )
 
 
 def print_json(obj: Any) -> None:
@@ -93,7 +137,7 @@ def emit(
 
 def hint(text: str) -> None:
     """A suggested next command (restate CLI style), on stderr so pipes stay clean."""
-    print(text, file=sys.stderr, flush=True)
+    print(terminal_safe(text, multiline=True), file=sys.stderr, flush=True)
 
 
 def suggest(commands: Sequence[str]) -> None:
@@ -175,7 +219,8 @@ def styled(value: str) -> str:
     from rich.markup import escape
 
     style = STATE_STYLES.get(value)
-    return f"[{style}]{escape(value)}[/]" if style else escape(value)
+    shown = escape(terminal_safe(value))
+    return f"[{style}]{shown}[/]" if style else shown
 
 
 def make_table(*columns: str) -> Table:
@@ -196,9 +241,10 @@ def make_table(*columns: str) -> Table:
 
 
 def esc(value: object) -> str:
+    """A value for rich markup on one line: control characters visible, markup escaped."""
     from rich.markup import escape
 
-    return escape("" if value is None else str(value))
+    return escape(terminal_safe("" if value is None else str(value)))
 
 
 def print_table(table: Table) -> None:

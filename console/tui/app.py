@@ -26,6 +26,8 @@ from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
+from textual.filter import LineFilter
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from console.client import ConnectionStatus, FleetView, GatewayError
@@ -40,8 +42,10 @@ from console.model import (
     RunState,
     utcnow,
 )
+from console.terminal_text import terminal_safe
 from console.tui.command_line import parse_command
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
+from console.tui.inert_text import InertControlCharacters
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
 from console.tui.palette import IrqCommands
 from console.tui.run_rows import SORT_CYCLE, RunRowIndex
@@ -119,6 +123,7 @@ class IrqApp(App[None]):
         self.redraws = 0  # batches applied to the screen (for the benchmark)
         self.mutation_pending = False  # a plan/confirm/result flow is open
         self.animation_level = "none"  # over SSH: nothing moves that need not
+        self._inert_text = InertControlCharacters()
         wanted = THEMES.get(theme or "", theme or "textual-dark")
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
 
@@ -127,6 +132,25 @@ class IrqApp(App[None]):
     @property
     def view(self) -> FleetView:
         return self.source.view
+
+    def get_line_filters(self) -> list[LineFilter]:
+        """Textual's filters, then the one that keeps escape sequences in foreign text inert
+        on every line written (widgets make text inert themselves; this catches the rest)."""
+        return [*super().get_line_filters(), self._inert_text]
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Notifications quote gateway errors, ids and agent text: shown as plain text (a
+        ``[/x]`` in an id must not raise a markup error), control characters visible."""
+        super().notify(terminal_safe(message, multiline=True), title=terminal_safe(title),
+                       severity=severity, timeout=timeout, markup=False)
 
     def get_default_screen(self) -> Screen[Any]:
         return FleetScreen()
@@ -418,8 +442,9 @@ class IrqApp(App[None]):
         if problems:
             text = Text()
             for r in problems:
-                text.append(f"{self.glyphs.stale} {r.target}: {r.outcome}", style="bold red")
-                text.append(f" {r.detail or r.error or ''}\n", style="red")
+                text.append(terminal_safe(f"{self.glyphs.stale} {r.target}: {r.outcome}"),
+                            style="bold red")
+                text.append(f" {terminal_safe(r.detail or r.error or '')}\n", style="red")
             text.rstrip()
             details = text
         count = f"{len(targets)} run" + ("s" if len(targets) != 1 else "")
@@ -458,22 +483,23 @@ class IrqApp(App[None]):
         elif kind is DecisionKind.RESPOND:
             editor = ResponseEditor(id="response-editor")
         head = Text()
-        head.append(f"{intr.title}\n", style="bold")
-        head.append(f"run {intr.run_id}\n", style="dim")
+        head.append(f"{terminal_safe(intr.title)}\n", style="bold")
+        head.append(f"run {terminal_safe(intr.run_id)}\n", style="dim")
+        action = terminal_safe(intr.action or "")
         if kind is DecisionKind.APPROVE:
             head.append("runs as proposed: ", style="bold")
-            head.append(intr.action or "(no action)")
+            head.append(action or "(no action)")
             details: RenderableType = Group(head, args_text(intr))
         elif kind is DecisionKind.REJECT:
-            head.append(f"does not run {intr.action or 'the proposed action'}; "
+            head.append(f"does not run {action or 'the proposed action'}; "
                         "your feedback goes back to the agent")
             details = head
         elif kind is DecisionKind.RESPOND:
             head.append("your answer becomes the result of "
-                        f"{intr.action or 'the tool call'}")
+                        f"{action or 'the tool call'}")
             details = head
         else:
-            head.append(f"runs {intr.action or 'the action'} with your arguments")
+            head.append(f"runs {action or 'the action'} with your arguments")
             details = head
         dialog = ConfirmDialog(
             title=f"{kind.value.capitalize()} interrupt?",

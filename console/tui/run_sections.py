@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from console.model import AuditEntry, Interrupt, JournalStep, Run, RunState
+from console.terminal_text import terminal_safe
+from console.tui.inert_text import inert
 from console.tui.state_display import (
     STATE_LABEL,
     STATE_TONE,
@@ -36,12 +38,12 @@ def summary(run: Run, state: RunState, now: datetime, g: GlyphSet) -> Renderable
     grid.add_column(overflow="fold")
     state_line = state_text(state, g)
     if run.native_state:
-        state_line.append(f"   native: {run.native_state}", style="dim")
+        state_line.append(f"   native: {terminal_safe(run.native_state)}", style="dim")
     if run.preempted:
         state_line.append("   preempted (not a failure: intent still valid)", style="cyan")
-    grid.add_row("run", Text(run.id, style="bold"))
+    grid.add_row("run", inert(run.id, "bold"))  # agent text: plain, inert (terminal_text.py)
     if run.name:
-        grid.add_row("name", run.name)
+        grid.add_row("name", inert(run.name))
     grid.add_row("state", state_line)
     age = run.heartbeat_age_s(now)
     beat = Text(f"{format_age(age, g.none)} ago" if age is not None else "no heartbeat")
@@ -56,7 +58,7 @@ def summary(run: Run, state: RunState, now: datetime, g: GlyphSet) -> Renderable
         grid.add_row("progress", f"{progress_bar(run.progress, 20, g)} "
                                  f"{progress_percent(run.progress)}")
     if run.in_flight_step:
-        grid.add_row("in flight", Text(run.in_flight_step, style="yellow"))
+        grid.add_row("in flight", inert(run.in_flight_step, "yellow"))
     extras = []
     if run.started_at:
         extras.append(f"started {_ts(run.started_at)}")
@@ -74,7 +76,7 @@ def timeline(entries: Sequence[tuple[datetime, str, str]], g: GlyphSet) -> Rende
     text = Text()
     for at, what, style in entries[-12:]:
         text.append(f"{_ts(at)} ", style="dim")
-        text.append(what + "\n", style=style)
+        text.append(terminal_safe(what) + "\n", style=style)
     text.rstrip()
     return text
 
@@ -88,8 +90,8 @@ def resources(run: Run, g: GlyphSet) -> RenderableType:
     for r in run.resources:
         state_style = {"held": "", "released": "dim", "suspected_leak": "bold red"}[r.state]
         state = "LEAK?" if r.state == "suspected_leak" else r.state
-        table.add_row(r.id, r.kind, Text(r.on_pause, style="green" if r.on_pause == "keep"
-                                         else "yellow"),
+        table.add_row(inert(r.id), inert(r.kind),
+                      Text(r.on_pause, style="green" if r.on_pause == "keep" else "yellow"),
                       Text(r.on_cancel, style="yellow" if r.on_cancel == "keep" else ""),
                       Text(state, style=state_style))
     return table
@@ -113,7 +115,7 @@ def journal(steps: Iterable[JournalStep], g: GlyphSet) -> RenderableType:
                           style="bold yellow")
         else:
             status = Text(f"{g.states[RunState.FAILED]} failed", style="bold red")
-        table.add_row(str(step.index), step.name, status, _ts(step.started_at),
+        table.add_row(str(step.index), inert(step.name), status, _ts(step.started_at),
                       _ts(step.completed_at))
     return table
 
@@ -130,11 +132,12 @@ def interrupts(items: Iterable[Interrupt], now: datetime, g: GlyphSet) -> Render
         else:
             text.append(f"  {intr.status} ", style="dim")
             if intr.decision:
-                text.append(f"{intr.decision.kind.value} by {intr.decision.by} ", style="dim")
-        text.append(intr.title or intr.native_id, style="bold" if intr.status == "pending"
-                    else "dim")
+                text.append(f"{intr.decision.kind.value} by {terminal_safe(intr.decision.by)} ",
+                            style="dim")
+        text.append(terminal_safe(intr.title or intr.native_id),
+                    style="bold" if intr.status == "pending" else "dim")
         if intr.action:
-            text.append(f"  {intr.action}", style="dim")
+            text.append(f"  {terminal_safe(intr.action)}", style="dim")
         text.append("\n")
     text.rstrip()
     return text
@@ -145,9 +148,9 @@ def warnings(run: Run, notes: Sequence[str], g: GlyphSet) -> RenderableType:
     if not run.warnings:
         text.append(f"{g.ok} no recoverability warnings\n", style="green")
     for w in run.warnings:
-        text.append(f"{g.stale} {w}\n", style="bold yellow")
+        text.append(f"{g.stale} {terminal_safe(w)}\n", style="bold yellow")
     for n in notes:
-        text.append(f"{g.bullet} {n}\n", style="dim")
+        text.append(f"{g.bullet} {terminal_safe(n)}\n", style="dim")
     text.rstrip()
     return text
 
@@ -166,10 +169,10 @@ def audit(entries: Iterable[AuditEntry], g: GlyphSet, *, target: bool = False) -
     table.add_column("REASON", overflow="fold")
     for e in entries[-30:]:
         style = "green" if e.outcome == "applied" else "red"
-        row: list[Any] = [_ts(e.at), e.identity, e.action]
+        row: list[Any] = [_ts(e.at), inert(e.identity), inert(e.action)]
         if target:
-            row.append(e.target)
-        row += [Text(e.outcome, style=style), e.reason or Text("-", style="dim")]
+            row.append(inert(e.target))
+        row += [inert(e.outcome, style), inert(e.reason) if e.reason else Text("-", style="dim")]
         table.add_row(*row)
     return table
 

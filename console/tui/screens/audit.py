@@ -9,6 +9,8 @@ from textual.widgets import DataTable, Static
 
 from console.client import GatewayError
 from console.model import AuditEntry
+from console.terminal_text import terminal_safe
+from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.plan_view import plan_text
@@ -90,16 +92,16 @@ class AuditScreen(ViewScreen):
         entries = self._entries()
         for i, e in enumerate(entries):
             style = OUTCOME_STYLE.get(e.outcome, "")
-            t.add_row(e.at.strftime("%H:%M:%S"), f"{e.identity}:{e.role}",
-                      e.action, Text(e.outcome, style=style), e.target,
-                      e.reason or Text("-", style="dim"), key=str(i))
+            t.add_row(e.at.strftime("%H:%M:%S"), inert(f"{e.identity}:{e.role}"),
+                      inert(e.action), inert(e.outcome, style), inert(e.target),
+                      inert(e.reason) if e.reason else Text("-", style="dim"), key=str(i))
         self._entries_shown = entries
         title = f" Audit: {len(entries)} recent commands, newest first"
         if self._filter:
             title += f"  /{self._filter}"
         if self.error:
             title += f"  ({self.irq.glyphs.stale} {self.error})"
-        self.query_one("#audit-title", Static).update(Text(title, style="bold"))
+        self.query_one("#audit-title", Static).update(inert(title, "bold"))
         self._show_detail()
 
     def _show_detail(self) -> None:
@@ -111,13 +113,14 @@ class AuditScreen(ViewScreen):
             return
         e = entries[row]
         text = Text()
-        text.append(f"{e.action} {e.target}\n", style="bold")
-        text.append(f"by {e.identity} ({e.role}) at {e.at.isoformat(timespec='seconds')}: ")
-        text.append(e.outcome, style=OUTCOME_STYLE.get(e.outcome, ""))
+        text.append(inert(f"{e.action} {e.target}", "bold"))
+        text.append("\n")
+        text.append(inert(f"by {e.identity} ({e.role}) at {e.at.isoformat(timespec='seconds')}: "))
+        text.append(inert(e.outcome, OUTCOME_STYLE.get(e.outcome, "")))
         if e.detail:
-            text.append(f" — {e.detail}")
+            text.append(f" — {terminal_safe(e.detail)}")
         if e.reason:
-            text.append(f"\nreason: {e.reason}")
+            text.append(f"\nreason: {terminal_safe(e.reason)}")
         if e.plan:
             from console.model import ActionPlan
 

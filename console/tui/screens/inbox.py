@@ -12,6 +12,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Markdown, Static
 
 from console.model import Interrupt
+from console.terminal_text import terminal_safe
+from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
 from console.tui.screens.base import DECISION_BINDINGS, ViewScreen
 from console.tui.state_display import format_age, truncate
@@ -22,16 +24,16 @@ DECISION_KEYS = {"approve": "a", "edit": "e", "reject": "n", "respond": "t"}
 
 def action_preview(intr: Interrupt, width: int = 60) -> str:
     args = json.dumps(intr.args, separators=(",", ":"), sort_keys=True) if intr.args else ""
-    name = intr.action or "(no action)"
+    name = terminal_safe(intr.action or "(no action)")
     return truncate(f"{name} {args}".strip(), width)
 
 
 def interrupt_header(intr: Interrupt, age_s: float) -> Text:
     text = Text()
-    text.append(intr.title or intr.native_id, style="bold")
-    text.append(f"\nrun       {intr.run_id}")
+    text.append(inert(intr.title or intr.native_id, "bold"))
+    text.append(f"\nrun       {terminal_safe(intr.run_id)}")
     text.append(f"\nwaiting   {format_age(age_s)}")
-    text.append(f"\naction    {intr.action or '(none)'}")
+    text.append(f"\naction    {terminal_safe(intr.action or '(none)')}")
     text.append("\ndecisions ")
     text.append(", ".join(d.value for d in intr.allowed_decisions), style="bold")
     return text
@@ -44,9 +46,9 @@ def args_text(intr: Interrupt) -> Text:
         required = intr.args_schema.get("required") or []
         props = intr.args_schema.get("properties") or {}
         text.append("\nschema    ", style="bold")
-        text.append(", ".join(
+        text.append(terminal_safe(", ".join(
             f"{k}{'*' if k in required else ''}:{(v or {}).get('type', '?')}"
-            for k, v in props.items()) or "(object)")
+            for k, v in props.items()) or "(object)"))
     return text
 
 
@@ -116,9 +118,9 @@ class InboxScreen(ViewScreen):
             keys = "".join(DECISION_KEYS[d.value] for d in intr.allowed_decisions)
             table.add_row(
                 format_age((now - intr.created_at).total_seconds()),
-                intr.run_id.split("/", 1)[-1],
-                intr.title,
-                action_preview(intr, 200),
+                inert(intr.run_id.split("/", 1)[-1]),
+                inert(intr.title),
+                inert(action_preview(intr, 200)),
                 keys,
                 key=intr.id,
             )
@@ -166,7 +168,7 @@ class InboxScreen(ViewScreen):
             return
         age = (self.irq.clock() - intr.created_at).total_seconds()
         head.update(interrupt_header(intr, age))
-        desc.update(intr.description or "_no description_")
+        desc.update(terminal_safe(intr.description, multiline=True) or "_no description_")
         args.update(args_text(intr))
 
     def fleet_changed(self, change: FleetChange) -> None:

@@ -24,6 +24,7 @@ from textual.widgets import Static
 from console.client import GatewayError
 from console.model import AuditEntry, Heartbeat, Interrupt, JournalStep, Run
 from console.semantics import unified_state
+from console.terminal_text import terminal_safe
 from console.tui import run_sections as sections
 from console.tui.messages import FleetChange
 from console.tui.screens.base import DECISION_BINDINGS, RUN_BINDINGS, ViewScreen
@@ -156,15 +157,15 @@ class RunDetailScreen(ViewScreen):
         run = self.run
         summary = self.query_one("#sec-summary", Static)
         if run is None:
-            summary.update(Text(f"{self.run_id}\nnot in the fleet (removed, or not yet seen)",
-                                style="bold red"))
+            summary.update(Text(f"{terminal_safe(self.run_id)}\n"
+                                "not in the fleet (removed, or not yet seen)", style="bold red"))
             return
         self._last_beat = run.heartbeat_at
         state = unified_state(run, now)
         body: Any = sections.summary(run, state, now, g)
         if self.fetch_error:
             body = Group(body, Text(f"{g.stale} details unavailable: "
-                                             f"{self.fetch_error}", style="red"))
+                                    f"{terminal_safe(self.fetch_error)}", style="red"))
         summary.update(body)
         gaps = beat_gaps(self.beats)
         tone = {"late": "yellow", "lost": "red"}.get(state.value, "green")

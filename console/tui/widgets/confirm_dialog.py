@@ -22,6 +22,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from console.model import ActionPlan
+from console.terminal_text import terminal_safe
+from console.tui.inert_text import inert
 from console.tui.state_display import UNICODE, GlyphSet
 from console.tui.widgets.plan_view import plan_text
 from console.tui.widgets.value_editors import ValueEditor
@@ -90,7 +92,7 @@ class ConfirmDialog(ModalScreen[ConfirmOutcome | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(Text(self.title_text), id="title")
+            yield Static(inert(self.title_text), id="title")
             with VerticalScroll(id="body", can_focus=False):
                 if self.plan is not None:
                     yield Static(plan_text(self.plan, self.glyphs), id="plan")
@@ -98,7 +100,7 @@ class ConfirmDialog(ModalScreen[ConfirmOutcome | None]):
                     lines = Text()
                     for i, target in enumerate(self.targets):
                         lines.append(f"{'target' if i == 0 else '':<10}", style="bold")
-                        lines.append(target + "\n")
+                        lines.append(terminal_safe(target) + "\n")
                     lines.rstrip()
                     yield Static(lines, id="targets")
                 if self.details is not None:

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console.model import ActionPlan, PlannedResource
+from console.terminal_text import terminal_safe
 from console.tui.state_display import UNICODE, GlyphSet
 
 
@@ -26,7 +27,7 @@ def plan_text(plan: ActionPlan, g: GlyphSet = UNICODE, *, targets: bool = True) 
 
     def line(label: str, body: str, style: str = "") -> None:
         out.append(f"{label:<10}", style="bold")
-        out.append(body + "\n", style=style)
+        out.append(terminal_safe(body) + "\n", style=style)  # ids, steps: agents name them
 
     if targets:
         for i, target in enumerate(plan.targets):
@@ -45,7 +46,7 @@ def plan_text(plan: ActionPlan, g: GlyphSet = UNICODE, *, targets: bool = True) 
         line("re-runs", f"{step} (in flight: at-least-once)", "yellow")
     for warning in plan.warnings:
         out.append(f"{g.stale} warning ", style="bold red")
-        out.append(warning + "\n", style="red")
+        out.append(terminal_safe(warning) + "\n", style="red")
     out.rstrip()
     return out
 

@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from console.model import CommandResult, RunState
+from console.tui.inert_text import inert
 from console.tui.state_display import UNICODE, GlyphSet
 
 OUTCOME_STYLE = {"applied": "green", "conflict": "yellow", "failed": "red", "forbidden": "red"}
@@ -31,8 +32,8 @@ def results_table(results: list[CommandResult], g: GlyphSet = UNICODE) -> Table:
             detail = f"{r.error}: {detail}" if detail else r.error
         if r.replayed:
             detail += " (already sent earlier: not sent again)"
-        table.add_row(Text(mark, style=style), Text(r.outcome, style=f"bold {style}"),
-                      r.target, detail)
+        table.add_row(Text(mark, style=style), inert(r.outcome, f"bold {style}"),
+                      inert(r.target), inert(detail))
     return table
 
 

@@ -22,12 +22,21 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from console.model import utcnow
+from console.terminal_text import terminal_safe
 from console.tui.run_columns import GUTTER, SEP, Layout, cell, layout, pad
 from console.tui.run_rows import RunRow, RunRowIndex
-from console.tui.state_display import UNICODE, GlyphSet, format_age
+from console.tui.state_display import UNICODE, GlyphSet, format_age, truncate, truncate_middle
 from console.tui.widgets.typeahead import FollowFocus
 
 TONES = ("ok", "warn", "bad", "ask", "calm", "done", "dim")
+
+#: the untruncated foreign text behind a cell, to truncate again once made inert
+_FULL_TEXT: dict[str, Callable[[RunRow], str]] = {
+    "run": lambda row: row.run.native_id,
+    "name": lambda row: row.run.name,
+    "step": lambda row: row.run.in_flight_step or "",
+    "backend": lambda row: f"{row.run.backend}:{row.run.context}",
+}
 
 
 class RunTableHeader(Static):
@@ -258,7 +267,7 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         row = self.index.rows.get(visible[pos]) if pos < len(visible) else None
         if row is None:
             if not visible and y == 1 and self.empty_text:
-                text = ("  " + self.empty_text)[:width].ljust(width)
+                text = ("  " + terminal_safe(self.empty_text))[:width].ljust(width)
                 return Strip([Segment(text, self._style("dim"))], width)
             return Strip.blank(width, self.rich_style)
         key = self._line_key(row, pos)
@@ -281,6 +290,12 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         last = len(lay.columns) - 1
         for i, (col, w) in enumerate(lay.columns):
             text, tone = cell(row, col, w, self._now, g, lay.progress_bar)
+            safe = terminal_safe(text)  # names, ids, steps come from agents
+            if safe != text and len(safe) > w:
+                full = _FULL_TEXT.get(col.key)
+                cut = truncate_middle if col.key == "run" else truncate
+                safe = cut(terminal_safe(full(row)) if full else safe, w, g.ellipsis)
+            text = safe
             segments.append(Segment(pad(text, w, col.right), style(tone)))
             used += w
             if i < last:

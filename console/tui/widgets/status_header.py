@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from rich.text import Text
 from textual.widgets import Static
 
+from console.terminal_text import terminal_safe
 from console.tui.state_display import UNICODE, GlyphSet, format_age
 
 
@@ -43,7 +44,7 @@ CONNECTION_STYLE = {
 def header_text(info: HeaderInfo, width: int, g: GlyphSet = UNICODE) -> Text:
     left = Text()
     left.append(" irq ", style="bold reverse")
-    left.append(f" {info.context or '-'}", style="bold")
+    left.append(f" {terminal_safe(info.context or '-')}", style="bold")
     if info.view:
         left.append(f" {info.view}", style="dim")
     left.append("  ")
@@ -62,14 +63,15 @@ def header_text(info: HeaderInfo, width: int, g: GlyphSet = UNICODE) -> Text:
             key, age = info.unreachable[0]
             more = f" +{len(info.unreachable) - 1}" if len(info.unreachable) > 1 else ""
             since = f" {format_age(age)}" if age is not None else ""
-            left.append(f" {key} unreachable{since}{more}", style="red")
-        elif info.detail:
-            left.append(f" {info.detail}", style="red")
+            left.append(f" {terminal_safe(key)} unreachable{since}{more}", style="red")
+        elif info.detail:  # a connection error: may quote what the server sent
+            left.append(f" {terminal_safe(info.detail)}", style="red")
     right = Text()
     role = info.role or "?"
     if info.read_only:
         right.append("read-only ", style="bold yellow")
-    right.append(f"{info.identity or '-'}:{role}", style="bold yellow" if role == "viewer" else "")
+    right.append(terminal_safe(f"{info.identity or '-'}:{role}"),
+                 style="bold yellow" if role == "viewer" else "")
     right.append(f"  runs {info.runs}")
     right.append("  inbox ")
     right.append(str(info.pending), style="bold magenta" if info.pending else "")
