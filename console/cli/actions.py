@@ -77,6 +77,32 @@ def interactive() -> bool:
         return False
 
 
+# One confirmation path for every mutation (run actions and interrupt decisions): a
+# read-only context refuses, no terminal and no --yes refuses (exit 2), and on a terminal
+# the operator sees what will happen and answers a question whose default is No.
+
+
+def refuse_unconfirmable(conn: Connection, what: str, *, yes: bool, dry_run: bool) -> None:
+    """Before connecting: exit 5 in a read-only context, exit 2 when nobody can confirm
+    (stdin is not a terminal and --yes was not given). A dry run changes nothing: it passes."""
+    if dry_run:
+        return
+    read_only_guard(conn, what)
+    if not yes and not interactive():
+        fail(
+            ExitCode.USAGE,
+            f"refusing to {what} without confirmation: stdin is not a terminal",
+            hint="pass --yes to confirm, or --dry-run to see what would happen",
+        )
+
+
+def ask_or_stop(question: str) -> None:
+    """Ask on stderr, default No; anything but yes prints "nothing done" and exits 1."""
+    if not typer.confirm(question, default=False, err=True):
+        hint("nothing done")
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
 @dataclass
 class Preview:
     targets: list[str]
@@ -127,14 +153,7 @@ def run_action(
     key: str | None,
     output: OutputFormat,
 ) -> None:
-    if not dry_run:
-        read_only_guard(conn, action)
-        if not yes and not interactive():
-            fail(
-                ExitCode.USAGE,
-                f"refusing to {action} without confirmation: stdin is not a terminal",
-                hint="pass --yes to confirm, or --dry-run to see the plan",
-            )
+    refuse_unconfirmable(conn, action, yes=yes, dry_run=dry_run)
 
     if dry_run:
         preview = with_gateway(conn, lambda c: _preview(c, action, runs))
@@ -150,9 +169,7 @@ def run_action(
     if not yes:
         preview = with_gateway(conn, lambda c: _preview(c, action, runs))
         render_plan(preview.plan, stderr_console(), runs=preview.runs)
-        if not typer.confirm(f"{action} {len(preview.targets)} run(s)?", default=False, err=True):
-            hint("nothing done")
-            raise typer.Exit(int(ExitCode.FAILED))
+        ask_or_stop(f"{action} {len(preview.targets)} run(s)?")
         queries = preview.targets
     else:
         queries = runs

@@ -6,16 +6,34 @@ A second decision on the same interrupt (from this or any other client) is a con
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.actions import KeyOption, ReasonOption
+from console.cli.actions import (
+    DryRunOption,
+    KeyOption,
+    ReasonOption,
+    YesOption,
+    ask_or_stop,
+    refuse_unconfirmable,
+)
 from console.cli.exits import ExitCode, fail
-from console.cli.output import OutputFormat, OutputOption, suggest
+from console.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    esc,
+    stderr_console,
+    stdout_console,
+    styled,
+    suggest,
+)
 from console.cli.results import print_results
 from console.cli.session import (
     ContextOption,
@@ -23,14 +41,15 @@ from console.cli.session import (
     UrlOption,
     connection_of,
     expand_interrupt_id,
-    read_only_guard,
     with_gateway,
 )
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from console.client import GatewayClient
     from console.config import Connection
-    from console.model import CommandResult, Decision
+    from console.model import CommandResult, Decision, Interrupt
 
 InterruptArgument = Annotated[
     str,
@@ -62,6 +81,128 @@ def parse_json_value(text: str, option: str) -> Any:
         )
 
 
+@dataclass
+class DecisionPreview:
+    """What a decision will do: the resolved interrupt, what the snapshot knows of it and its
+    run, and the exact decision that will be sent (an edit's arguments already merged)."""
+
+    interrupt_id: str
+    decision: Decision
+    interrupt: Interrupt | None = None
+    run: dict[str, Any] | None = None
+
+    def contract(self, reason: str) -> dict[str, Any]:
+        decision: dict[str, Any] = {"kind": self.decision.kind.value}
+        decision.update({k: v for k, v in self.decision.payload().items() if k != "type"})
+        return {
+            "action": "decide",
+            "target": self.interrupt_id,
+            "decision": decision,
+            "reason": reason,
+            "interrupt": self.interrupt.contract() if self.interrupt else None,
+            "run": self.run,
+        }
+
+
+def _prepare(
+    client: GatewayClient, interrupt: str, decision: Decision, *, merge_args: bool
+) -> DecisionPreview:
+    """Resolve the id (strictly), check the decision is allowed, lay an edit over the
+    proposed arguments when asked to."""
+    interrupt_id = expand_interrupt_id(client.view, interrupt)
+    known = client.view.interrupts.get(interrupt_id)
+    kind = decision.kind.value
+    if known is not None and decision.kind not in known.allowed_decisions:
+        allowed = ", ".join(d.value for d in known.allowed_decisions) or "none"
+        fail(ExitCode.USAGE, f"{interrupt_id} does not allow '{kind}' (allowed: {allowed})")
+    to_send = decision
+    if merge_args:
+        if known is None:
+            fail(
+                ExitCode.NOT_FOUND,
+                f"{interrupt_id} is not in the gateway's snapshot: cannot merge into its "
+                "proposed arguments",
+                hint="pass the complete arguments without --merge",
+            )
+        merged = {**known.args, **(decision.args or {})}
+        to_send = decision.model_copy(update={"args": merged})
+    run_id = interrupt_id.partition("#")[0]
+    run = client.view.runs.get(run_id)
+    return DecisionPreview(
+        interrupt_id, to_send, known, run.contract() if run is not None else None
+    )
+
+
+def _json_lines(value: Any) -> list[str]:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
+
+
+def args_diff(proposed: dict[str, Any], edited: dict[str, Any]) -> list[str]:
+    """The edit as a unified diff of the arguments (pretty JSON, whole object as context)."""
+    before, after = _json_lines(proposed), _json_lines(edited)
+    return list(
+        difflib.unified_diff(
+            before, after, "proposed", "edited", lineterm="", n=max(len(before), len(after))
+        )
+    )
+
+
+def render_preview(preview: DecisionPreview, console: Console, *, reason: str) -> None:
+    """Run, interrupt title, action and arguments (or the edit as a diff), allowed decisions,
+    and what goes back to the agent. Agent text goes through ``esc`` (never interpreted)."""
+    decision = preview.decision
+    kind = decision.kind.value
+    intr = preview.interrupt
+    lines: list[str] = [f"[bold]{esc(kind)}[/] {esc(preview.interrupt_id)}"]
+
+    def row(label: str, value: str) -> None:
+        lines.append(f"  [dim]{label:<10}[/] {value}")
+
+    run = preview.run
+    if run is not None:
+        name = f" ({esc(run.get('name'))})" if run.get("name") else ""
+        row("run", f"{esc(run.get('id'))}{name}  {styled(str(run.get('state', '')))}")
+    else:
+        row("run", esc(preview.interrupt_id.partition("#")[0]))
+    if intr is None:
+        row("interrupt", "[yellow]not in the gateway's snapshot[/]")
+    else:
+        row("title", esc(intr.title))
+        if intr.description:
+            row("details", esc(intr.description))
+        row("action", esc(intr.action or "-"))
+        row("status", styled(intr.status))
+        allowed = ", ".join(d.value for d in intr.allowed_decisions) or "none"
+        row("allowed", esc(allowed))
+    if kind == "edit":
+        diff = args_diff(intr.args if intr is not None else {}, decision.args or {})
+        row("arguments", "(edit, as a diff against the proposed ones)" if diff else "unchanged")
+        for line in diff:
+            style = {"-": "red", "+": "green", "@": "dim"}.get(line[:1], "")
+            text = esc(line)
+            lines.append(f"    [{style}]{text}[/]" if style else f"    {text}")
+    elif intr is not None:
+        row("arguments", "(as proposed)" if intr.args else "none")
+        lines += [f"    {esc(line)}" for line in _json_lines(intr.args)] if intr.args else []
+    if kind == "reject":
+        row("feedback", esc(decision.feedback or ""))
+    if kind == "respond":
+        text = decision.response
+        row("response", esc(text if isinstance(text, str) else json.dumps(text)))
+    row("reason", esc(reason) if reason else "[dim]none[/]")
+    for line in lines:
+        console.print(line)
+
+
+#: what each decision needs besides the id, for the suggested next command
+_DECISION_INPUT = {
+    "approve": "",
+    "edit": " --args JSON",
+    "reject": " --feedback TEXT",
+    "respond": " --text TEXT",
+}
+
+
 def decide(
     conn: Connection,
     interrupt: str,
@@ -70,41 +211,72 @@ def decide(
     reason: str,
     key: str | None,
     output: OutputFormat,
+    yes: bool = False,
+    dry_run: bool = False,
     merge_args: bool = False,
 ) -> None:
-    """Send ``decision`` about one interrupt; ``merge_args`` lays an edit's arguments over
-    the proposed ones (from the snapshot) instead of replacing them."""
-    read_only_guard(conn, f"{decision.kind.value} an interrupt")
+    """Send ``decision`` about one interrupt, after the operator saw it and said yes (or
+    passed --yes); ``merge_args`` lays an edit's arguments over the proposed ones (from the
+    snapshot) instead of replacing them."""
+    from console.model import Action
+
     kind = decision.kind.value
+    refuse_unconfirmable(conn, f"{kind} an interrupt", yes=yes, dry_run=dry_run)
 
-    async def send(client: GatewayClient) -> tuple[str, list[CommandResult]]:
-        from console.model import Action
-
-        interrupt_id = expand_interrupt_id(client.view, interrupt)
-        known = client.view.interrupts.get(interrupt_id)
-        if known is not None and decision.kind not in known.allowed_decisions:
-            allowed = ", ".join(d.value for d in known.allowed_decisions) or "none"
-            fail(
-                ExitCode.USAGE,
-                f"{interrupt_id} does not allow '{kind}' (allowed: {allowed})",
-            )
-        to_send = decision
-        if merge_args:
-            if known is None:
-                fail(
-                    ExitCode.NOT_FOUND,
-                    f"{interrupt_id} is not in the gateway's snapshot: cannot merge into its "
-                    "proposed arguments",
-                    hint="pass the complete arguments without --merge",
-                )
-            merged = {**known.args, **(decision.args or {})}
-            to_send = decision.model_copy(update={"args": merged})
-        results = await client.command(
-            Action.DECIDE, [interrupt_id], reason=reason, decision=to_send, key=key
+    async def send(client: GatewayClient, preview: DecisionPreview) -> list[CommandResult]:
+        return await client.command(
+            Action.DECIDE,
+            [preview.interrupt_id],
+            reason=reason,
+            decision=preview.decision,
+            key=key,
         )
-        return interrupt_id, results
 
-    interrupt_id, results = with_gateway(conn, send)
+    if yes and not dry_run:
+
+        async def prepare_and_send(
+            client: GatewayClient,
+        ) -> tuple[DecisionPreview, list[CommandResult]]:
+            preview = _prepare(client, interrupt, decision, merge_args=merge_args)
+            return preview, await send(client, preview)
+
+        preview, results = with_gateway(conn, prepare_and_send)
+    else:
+
+        async def prepare(client: GatewayClient) -> DecisionPreview:
+            return _prepare(client, interrupt, decision, merge_args=merge_args)
+
+        preview = with_gateway(conn, prepare)
+        if preview.interrupt is None:
+            fail(
+                ExitCode.NOT_FOUND,
+                f"{preview.interrupt_id} is not in the gateway's snapshot: nothing to show",
+                hint="list pending interrupts with `irq inbox` (or decide blindly with --yes)",
+            )
+        if dry_run:
+            emit(
+                output,
+                preview.contract(reason),
+                lambda: render_preview(preview, stdout_console(), reason=reason),
+            )
+            if output is OutputFormat.TEXT:
+                suggest([f"irq {kind} {preview.interrupt_id}{_DECISION_INPUT[kind]}"])
+            return
+        if preview.interrupt.status != "pending":
+            fail(
+                ExitCode.CONFLICT,
+                f"{preview.interrupt_id} is {preview.interrupt.status}, not pending",
+                hint=f"irq audit --target {preview.interrupt_id}",
+            )
+        render_preview(preview, stderr_console(), reason=reason)
+        ask_or_stop(f"{kind} this interrupt?")
+
+        async def send_prepared(client: GatewayClient) -> list[CommandResult]:
+            return await send(client, preview)
+
+        results = with_gateway(conn, send_prepared)
+
+    interrupt_id = preview.interrupt_id
     code = print_results(results, output)
     if output is OutputFormat.TEXT:
         run_id = interrupt_id.partition("#")[0]
@@ -120,6 +292,8 @@ def approve_command(
     ctx: typer.Context,
     interrupt: InterruptArgument,
     reason: ReasonOption = "",
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     key: KeyOption = None,
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
@@ -136,6 +310,8 @@ def approve_command(
         reason=reason,
         key=key,
         output=output,
+        yes=yes,
+        dry_run=dry_run,
     )
 
 
@@ -160,6 +336,8 @@ def edit_command(
         ),
     ] = False,
     reason: ReasonOption = "",
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     key: KeyOption = None,
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
@@ -179,6 +357,8 @@ def edit_command(
         reason=reason,
         key=key,
         output=output,
+        yes=yes,
+        dry_run=dry_run,
         merge_args=merge,
     )
 
@@ -196,6 +376,8 @@ def reject_command(
         ),
     ],
     reason: ReasonOption = "",
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     key: KeyOption = None,
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
@@ -209,9 +391,11 @@ def reject_command(
         connection_of(ctx, url, token, context),
         interrupt,
         Decision(kind=DecisionKind.REJECT, feedback=feedback),
-        reason=reason or feedback,
+        reason=reason,
         key=key,
         output=output,
+        yes=yes,
+        dry_run=dry_run,
     )
 
 
@@ -220,7 +404,7 @@ def respond_command(
     interrupt: InterruptArgument,
     text: Annotated[
         str | None,
-        typer.Option("--text", "-t", help="The answer, as text.", show_default=False),
+        typer.Option("--text", help="The answer, as text.", show_default=False),
     ] = None,
     json_value: Annotated[
         str | None,
@@ -231,6 +415,8 @@ def respond_command(
         ),
     ] = None,
     reason: ReasonOption = "",
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     key: KeyOption = None,
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
@@ -250,4 +436,6 @@ def respond_command(
         reason=reason,
         key=key,
         output=output,
+        yes=yes,
+        dry_run=dry_run,
     )

@@ -52,13 +52,13 @@ def test_show_of_an_unknown_run_exits_3(served_gateway: ServedGateway):
 
 def test_deciding_an_unknown_interrupt_exits_3(served_gateway: ServedGateway):
     env = served_gateway.env(served_gateway.operator)
-    result = irq("approve", "dbos:local/wf-1#wf-1/1", "-o", "json", env=env)
+    result = irq("approve", "dbos:local/wf-1#wf-1/1", "--yes", "-o", "json", env=env)
     assert result.code == 3
     (item,) = json.loads(result.stdout)
     assert RESULT_FIELDS <= item.keys()
     assert item["target"] == "dbos:local/wf-1#wf-1/1"
     assert item["action"] in ("approve", "decide")
-    short = irq("approve", "wf-1/1", env=env)
+    short = irq("approve", "wf-1/1", "--yes", env=env)
     assert short.code == 3
     assert "no interrupt matches" in short.stderr
 

@@ -138,7 +138,7 @@ def test_operator_path_through_the_cli_against_a_real_dbos_agent(fleet: Fleet):
     assert interrupt["status"] == "pending"
 
     # an edit that breaks the argument schema is refused (exit 2) and nothing is delivered
-    bad = irq("edit", "wf-cli-1/1", "--merge", "--args", '{"env": "moon"}', env=env)
+    bad = irq("edit", "wf-cli-1/1", "--merge", "--args", '{"env": "moon"}', "--yes", env=env)
     assert bad.code == 2, bad.stdout + bad.stderr
     assert "invalid" in bad.stdout
 
@@ -167,10 +167,10 @@ def test_operator_path_through_the_cli_against_a_real_dbos_agent(fleet: Fleet):
     assert [json.loads(line)["id"] for line in lines] == [RUN_ID]
 
     # approve by a short id; a second approval is a conflict (exit 4) and is not delivered
-    approved = irq("approve", "wf-cli-1/1", "--reason", "ship it", env=env)
+    approved = irq("approve", "wf-cli-1/1", "--reason", "ship it", "--yes", env=env)
     assert approved.code == 0, approved.stderr
     assert "applied" in approved.stdout
-    again = irq("approve", INTERRUPT_ID, "-o", "json", env=env)
+    again = irq("approve", INTERRUPT_ID, "--yes", "-o", "json", env=env)
     assert again.code == 4, again.stdout + again.stderr
     assert json.loads(again.stdout)[0]["outcome"] == "conflict"
     eventually(

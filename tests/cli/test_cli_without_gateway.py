@@ -87,7 +87,13 @@ def test_unreachable_gateway_exits_6_with_a_clear_message_and_no_traceback(irq_h
 
 @pytest.mark.parametrize(
     "args",
-    [["inbox"], ["show", "wf-1"], ["audit"], ["approve", "wf-1/1"], ["pause", "wf-1", "--yes"]],
+    [
+        ["inbox"],
+        ["show", "wf-1"],
+        ["audit"],
+        ["approve", "wf-1/1", "--yes"],
+        ["pause", "wf-1", "--yes"],
+    ],
 )
 def test_every_gateway_command_exits_6_when_the_gateway_is_down(irq_home: Path, args: list[str]):
     result = irq(*args, env={"IRQ_URL": f"ws://127.0.0.1:{free_port()}"})
