@@ -6,9 +6,7 @@ on the same interrupt (from any client) is a conflict, never a second delivery.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from backend_adapters.base import ActionOutcome, Backend, BackendError
@@ -53,13 +51,15 @@ class CommandExecutor:
         backends: dict[str, Backend],
         *,
         release_verify_s: float = 15.0,
-        fault: str | None = None,
+        fault_hook: Callable[[str], None] | None = None,
     ) -> None:
         self.hub = hub
         self.journal = journal
         self.backends = backends
         self.release_verify_s = release_verify_s
-        self.fault = fault if fault is not None else os.environ.get("IRQ_FAULT")
+        #: test-only seam, called at named points of a command (``after_intent``); only the
+        #: crash-safety tests set it (tests/support/faulty_gateway.py), never shipped code
+        self.fault_hook = fault_hook
         self._inflight: set[tuple[str, str]] = set()
 
     # ----------------------------------------------------------------------- planning
@@ -288,9 +288,9 @@ class CommandExecutor:
         self.hub.publish("audit", entry.contract())
 
     def _crash_point(self, name: str) -> None:
-        """Fault injection for the crash-safety tests (IRQ_FAULT=crash_after_intent)."""
-        if self.fault == f"crash_{name}":
-            os.kill(os.getpid(), signal.SIGKILL)
+        """A named point where a test's fault hook may act (e.g. SIGKILL the gateway)."""
+        if self.fault_hook is not None:
+            self.fault_hook(name)
 
     # -------------------------------------------------------------------------- recovery
 

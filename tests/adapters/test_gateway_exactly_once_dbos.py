@@ -1,8 +1,11 @@
 """Exactly-once decisions through the gateway, against real DBOS agents on SQLite.
 
-The gateway runs as a real ``irq serve`` subprocess. One test SIGKILLs it between the journaled
-intent and the outcome (IRQ_FAULT=crash_after_intent) and checks that, after a restart, the
-decision reaches the agent exactly once.
+The gateway runs as a real ``irq serve`` subprocess. One test starts it through the test-only
+entry point tests/support/faulty_gateway.py, whose fault hook SIGKILLs it between the journaled
+intent and the outcome, and checks that, after a restart as ``irq serve``, the decision reaches
+the agent exactly once. "Exactly once" is read from the agent's own record (dbos_record.py):
+once the workflow has settled, its DBOS system database holds one message for it, consumed by
+the one ``recv`` that returned it, so a late duplicate cannot hide behind a short sleep.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from dbos_record import read_record, settled_record
 from test_dbos_adapter import deploy, plan, step
 
 from console.client import GatewayClient, GatewayUnreachable
@@ -35,13 +39,16 @@ class ServedGateway:
         self.process: subprocess.Popen[bytes] | None = None
         self.log = home / "gateway.log"
 
-    def start(self, fault: str | None = None) -> None:
+    def start(self, crash_at: str | None = None) -> None:
+        """`irq serve`, or with ``crash_at`` the test-only gateway that SIGKILLs itself there."""
         env = {**os.environ, "IRQ_HOME": str(self.home)}
-        env.pop("IRQ_FAULT", None)
-        if fault:
-            env["IRQ_FAULT"] = fault
-        cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-               "--backend", f"dbos+sqlite:///{self.db}?poll=0.3"]
+        backend = f"dbos+sqlite:///{self.db}?poll=0.3"
+        if crash_at:
+            cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
+                   "--port", str(self.port), "--backend", backend, "--crash-at", crash_at]
+        else:
+            cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
+                   "--backend", backend]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
         deadline = time.monotonic() + 30
@@ -85,6 +92,17 @@ def _decisions(worker, wid: str) -> list[dict]:
     return [e for e in worker.exec_log(wid) if e["event"] == "decision"]
 
 
+async def _delivered_once(worker, wid: str) -> dict:
+    """Wait for the workflow to finish (the step after the decision ran), then check that the
+    agent got exactly one message and one decision; returns what it received."""
+    record = await settled_record(worker.db, wid)
+    assert record.status == "SUCCESS", record
+    assert len(record.sent) == 1 and record.sent[0]["consumed"], record.sent
+    assert len(record.received) == 1, record.received
+    assert len(_decisions(worker, wid)) == 1, _decisions(worker, wid)
+    return record.received[0]
+
+
 async def _wait_decisions(worker, wid: str, n: int, timeout_s: float = 20) -> list[dict]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -97,7 +115,7 @@ async def _wait_decisions(worker, wid: str, n: int, timeout_s: float = 20) -> li
 
 async def test_gateway_killed_between_intent_and_outcome_applies_decision_once(served, dbos_worker):
     wid = dbos_worker.enqueue(plan(step("prepare"), deploy(step("ship"))))
-    served.start(fault="crash_after_intent")
+    served.start(crash_at="after_intent")
     async with GatewayClient(served.url, served.tokens["operator"]) as client:
         iid = await _pending(client, wid)
         with pytest.raises(GatewayUnreachable):
@@ -105,8 +123,10 @@ async def test_gateway_killed_between_intent_and_outcome_applies_decision_once(s
                                  key="crash-key-1")
     served.process.wait(10)
     assert served.process.returncode == -signal.SIGKILL
-    await asyncio.sleep(1.5)
-    assert _decisions(dbos_worker, wid) == []  # the intent was journaled, nothing delivered
+    # the gateway (the only sender) is dead and reaped: what it sent is in the agent's record
+    before = read_record(dbos_worker.db, wid)
+    assert before.sent == [] and before.status == "PENDING", before  # journaled, not sent
+    assert _decisions(dbos_worker, wid) == []
 
     served.start()  # no fault: recovery re-drives the journaled intent
     decided = await _wait_decisions(dbos_worker, wid, 1)
@@ -119,9 +139,8 @@ async def test_gateway_killed_between_intent_and_outcome_applies_decision_once(s
         other = await client.command("decide", [iid], decision=Decision(kind=DecisionKind.APPROVE))
         assert other[0].outcome == "conflict"
         audit = await client.query("audit", limit=20)
-    await asyncio.sleep(2)
-    assert len(_decisions(dbos_worker, wid)) == 1
-    assert decided[0]["type"] == "approve"
+    received = await _delivered_once(dbos_worker, wid)
+    assert received["type"] == "approve" and decided[0]["type"] == "approve"
     assert any("re-driven after a gateway restart" in a["detail"] for a in audit)
 
 
@@ -138,9 +157,7 @@ async def test_two_clients_approving_at_once_deliver_one_decision(served, dbos_w
         )
     outcomes = sorted([ra[0].outcome, rb[0].outcome])
     assert outcomes == ["applied", "conflict"]
-    await _wait_decisions(dbos_worker, wid, 1)
-    await asyncio.sleep(2)
-    assert len(_decisions(dbos_worker, wid)) == 1
+    assert (await _delivered_once(dbos_worker, wid))["type"] == "approve"
 
 
 async def test_the_same_command_sent_twice_at_once_is_executed_once(served, dbos_worker):
@@ -160,6 +177,4 @@ async def test_the_same_command_sent_twice_at_once_is_executed_once(served, dbos
             results[1].outcome == "applied" or results[1].error == "in_progress")
         later = await a.command("decide", [iid], decision=approve, key="same-key")
         assert later[0].outcome == "applied" and later[0].replayed
-    await _wait_decisions(dbos_worker, wid, 1)
-    await asyncio.sleep(2)
-    assert len(_decisions(dbos_worker, wid)) == 1
+    assert (await _delivered_once(dbos_worker, wid))["type"] == "approve"
