@@ -25,6 +25,7 @@ from dbos._error import DBOSNonExistentWorkflowError  # only exported from the p
 from backend_adapters.base import (
     ActionOutcome,
     BackendError,
+    BackendFactory,
     Capabilities,
     Conflict,
     InvalidInput,
@@ -672,3 +673,7 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> DBOSBackend:
         rescan_s=number("rescan_s", 60.0),
         call_timeout_s=number("call_timeout_s", 15.0),
     )
+
+
+#: the type checker holds ``from_url`` (and so DBOSBackend) to the adapter contract
+FACTORY: BackendFactory = from_url
