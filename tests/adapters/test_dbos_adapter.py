@@ -8,11 +8,11 @@ push are the evidence for what ran and what was released.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dbos_record import settled_record
 
 from backend_adapters.base import (
     Conflict,
@@ -243,11 +243,18 @@ async def test_edit_with_args_failing_the_schema_is_invalid_and_not_delivered(
             interrupt, Decision(kind=DecisionKind.RESPOND, response="hi"), idempotency_key="b-3",
             identity="alice",
         )  # fmt: skip
-    await asyncio.sleep(1.0)
     run, interrupts = await observed(backend, wid)
     assert run is not None and [i.native_id for i in interrupts] == [interrupt.native_id]
-    assert [e for e in dbos_worker.exec_log(wid) if e["event"] == "decision"] == []
-    await backend.cancel(wid, reason="test cleanup", identity="alice")
+    # then a valid decision; once the workflow has finished, its own record shows that this
+    # one was the only message it was ever sent, and the only decision it received
+    reject = Decision(kind=DecisionKind.REJECT, feedback="the valid one")
+    await backend.decide(interrupt, reject, idempotency_key="b-4", identity="alice")
+    record = await settled_record(dbos_worker.db, wid)
+    assert record.status == "SUCCESS", record
+    assert [m["message"]["type"] for m in record.sent] == ["reject"], record.sent
+    assert [(m["type"], m["feedback"]) for m in record.received] == [("reject", "the valid one")]
+    decisions = [e for e in dbos_worker.exec_log(wid) if e["event"] == "decision"]
+    assert [d["type"] for d in decisions] == ["reject"]
 
 
 # ------------------------------------------------------------------------ pause / resume
