@@ -22,13 +22,52 @@ Config file::
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
 DEFAULT_URL = "ws://127.0.0.1:7433"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with the directory itself 0700 -- it holds
+    tokens, the journal and logs. An existing directory is left as it is: it may be one the
+    user chose on purpose (and chmod-ing a shared directory would be worse)."""
+    if not path.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+            os.chmod(path, 0o700)  # mkdir's mode passes through the umask: say it exactly
+    return path
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, readable by the owner only (0600) from the
+    first byte: the temporary file is created 0600 by ``os.open`` in the same directory and
+    then renamed over ``path``, so there is no moment at which it is world-readable."""
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # the umask may have taken bits away: set exactly 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            fd = -1
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def config_dir() -> Path:
@@ -40,10 +79,26 @@ def config_dir() -> Path:
 
 
 def state_dir() -> Path:
+    """Where the gateway keeps tokens, journal and logs; created 0700 when it is missing
+    (every caller is about to write there, and a later ``mkdir(parents=True)`` would make
+    it world-readable)."""
     home = os.environ.get("IRQ_HOME")
     if home:
-        return Path(home)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        path = Path(home)
+    else:
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        path = Path(base) / "irq"
+    with contextlib.suppress(OSError):  # a read-only place still has a path to report
+        ensure_private_dir(path)
+    return path
+
+
+def cache_dir() -> Path:
+    """Short-lived caches (shell completion): ``$IRQ_HOME/cache`` or ``$XDG_CACHE_HOME/irq``."""
+    home = os.environ.get("IRQ_HOME")
+    if home:
+        return Path(home) / "cache"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "irq"
 
 
@@ -53,6 +108,82 @@ def config_path() -> Path:
 
 class ConfigError(ValueError):
     pass
+
+
+# ------------------------------------------------------------------- the file's schema
+# Strict: a TOML string is never taken for a boolean ("false" would have been True) and
+# never for a list (a string of backends would have become a list of characters).
+
+
+class ContextFile(BaseModel):
+    """One ``[contexts.NAME]`` table."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    url: str = DEFAULT_URL
+    token: str | None = None
+    read_only: bool = False
+    backends: list[str] = []
+
+    @field_validator("url")
+    @classmethod
+    def _websocket_url(cls, value: str) -> str:
+        if not value.startswith(("ws://", "wss://")):
+            raise ValueError(f"must be a ws:// or wss:// URL, not {value!r}")
+        return value
+
+
+class ConfigFile(BaseModel):
+    """The whole ``config.toml``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    current_context: str | None = None
+    contexts: dict[str, ContextFile] = {}
+    keys: dict[str, str] = {}
+
+
+_TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "": tuple(ConfigFile.model_fields),
+    "contexts.*": tuple(ContextFile.model_fields),
+}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _problem(error: Any) -> str:
+    """One validation error as a sentence that names the key the way the file spells it."""
+    loc = [str(part) for part in error["loc"]]
+    key = ".".join(loc)
+    kind = error["type"]
+    value = error.get("input")
+    if kind == "extra_forbidden":
+        table = "contexts.*" if loc[0] == "contexts" and len(loc) == 3 else ""
+        where = f"[{'.'.join(loc[:-1])}]" if len(loc) > 1 else "the top level"
+        known = ", ".join(_TABLE_KEYS.get(table, ()))
+        return f"unknown key {loc[-1]!r} in {where}" + (f" (known keys: {known})" if known else "")
+    if kind == "bool_type":
+        return f"{key} must be true or false (unquoted), not {_describe(value)}"
+    if kind == "list_type":
+        example = f"{loc[-1]} = [{value!r}]".replace("'", '"') if isinstance(value, str) else ""
+        hint = f"; write {example}" if example else ""
+        return f"{key} must be an array of strings, not {_describe(value)}{hint}"
+    if kind == "string_type":
+        return f"{key} must be a string, not {_describe(value)}"
+    if kind in ("dict_type", "model_type"):
+        return f"{key} must be a table ([{key}]), not {_describe(value)}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{key} {message}" if kind == "value_error" else f"{key}: {message}"
 
 
 @dataclass
@@ -84,63 +215,71 @@ class Config:
         return self.contexts[chosen]
 
 
+def parse_config(text: str, path: Path) -> Config:
+    """Parse and validate the text of a config file; every problem names ``path`` and the
+    key (all of them at once, so one edit fixes the file)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    try:
+        parsed = ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        problems = [_problem(e) for e in exc.errors()]
+        if len(problems) == 1:
+            raise ConfigError(f"{path}: {problems[0]}") from None
+        raise ConfigError(f"{path}:\n" + "\n".join(f"  - {p}" for p in problems)) from None
+    contexts = {
+        name: Context(name, c.url, c.token, c.read_only, list(c.backends))
+        for name, c in parsed.contexts.items()
+    }
+    return Config(
+        current_context=parsed.current_context,
+        contexts=contexts,
+        keys=dict(parsed.keys),
+        path=path,
+    )
+
+
 def load_config(path: Path | None = None) -> Config:
     path = path or config_path()
     if not path.exists():
         return Config(path=path)
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
-    contexts: dict[str, Context] = {}
-    for name, raw in (data.get("contexts") or {}).items():
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: [contexts.{name}] must be a table")
-        contexts[name] = Context(
-            name=name,
-            url=str(raw.get("url", DEFAULT_URL)),
-            token=raw.get("token"),
-            read_only=bool(raw.get("read_only", False)),
-            backends=[str(b) for b in raw.get("backends", [])],
-        )
-    keys = {str(k): str(v) for k, v in (data.get("keys") or {}).items()}
-    return Config(
-        current_context=data.get("current_context"), contexts=contexts, keys=keys, path=path
-    )
+    return parse_config(text, path)
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
+def render_config(config: Config) -> str:
+    """The TOML text of ``config`` (tomli-w does the quoting and escaping)."""
+    import tomli_w
+
+    data: dict[str, Any] = {}
+    if config.current_context:
+        data["current_context"] = config.current_context
+    contexts: dict[str, Any] = {}
+    for name, ctx in sorted(config.contexts.items()):
+        table: dict[str, Any] = {"url": ctx.url}
+        if ctx.token:
+            table["token"] = ctx.token
+        table["read_only"] = ctx.read_only
+        if ctx.backends:
+            table["backends"] = list(ctx.backends)
+        contexts[name] = table
+    if contexts:
+        data["contexts"] = contexts
+    if config.keys:
+        data["keys"] = dict(sorted(config.keys.items()))
+    return tomli_w.dumps(data)
 
 
 def save_config(config: Config, path: Path | None = None) -> Path:
-    """Write the config file (0600: it holds tokens)."""
+    """Write the config file: 0600 from its first byte (it holds tokens), atomically, in a
+    directory created 0700."""
     path = path or config.path or config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines: list[str] = []
-    if config.current_context:
-        lines.append(f"current_context = {_toml_value(config.current_context)}")
-    for name, ctx in sorted(config.contexts.items()):
-        lines += ["", f'[contexts."{name}"]', f"url = {_toml_value(ctx.url)}"]
-        if ctx.token:
-            lines.append(f"token = {_toml_value(ctx.token)}")
-        lines.append(f"read_only = {_toml_value(ctx.read_only)}")
-        if ctx.backends:
-            lines.append(f"backends = {_toml_value(ctx.backends)}")
-    if config.keys:
-        lines += ["", "[keys]"]
-        lines += [f'"{k}" = {_toml_value(v)}' for k, v in sorted(config.keys.items())]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    write_private_file(path, render_config(config))
     return path
 
 
