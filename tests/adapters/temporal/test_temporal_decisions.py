@@ -99,16 +99,24 @@ async def test_each_decision_reaches_the_workflow_exactly_once(
 
     # the operator looks at one run: its history is long-polled, so a decision sent by another
     # console makes the adapter describe that run first on its next poll
+    polls = adapter.http.stats.by_kind["history_poll"]
     adapter.focus({"ask-watch"})
+    assert adapter.watched == {"ask-watch"}
+    # the watcher read the history so far (one poll) and now waits at its end (a second poll,
+    # sent only after the first page was handled): nothing has changed yet, so nothing is
+    # marked for a refresh (no observe() in between, which would clear the mark)
+    deadline = time.monotonic() + 15
+    while adapter.http.stats.by_kind["history_poll"] < polls + 2:
+        assert time.monotonic() < deadline, "the watcher never parked at the end of the history"
+        await asyncio.sleep(0.05)
+    assert "ask-watch" not in adapter.pending_refresh
     await adapter.observe()
     assert adapter.watched == {"ask-watch"}
-    await asyncio.sleep(0.5)  # the watcher reaches the end of the history and waits there
-    assert "ask-watch" not in adapter.pending_refresh
     watched = await wait_interrupt(second_client, "watch-a")
     await second_client.decide(
         watched, DECISIONS["approve"], idempotency_key="watch-k", identity="bob"
     )
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while "ask-watch" not in adapter.pending_refresh and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert "ask-watch" in adapter.pending_refresh
