@@ -277,14 +277,18 @@ class Run(BaseModel):
         """How old the backend reading behind ``state`` is (None: judged continuously)."""
         return age_seconds(self.observed_at, now)
 
-    def suspected_state(self, now: datetime | None = None) -> RunState | None:
+    def suspected_state(
+        self, now: datetime | None = None, state: RunState | None = None
+    ) -> RunState | None:
         """``late`` or ``lost`` when the heartbeat's age *now* says worse than ``state``.
 
         ``state`` was judged when the backend was read (``observed_at``); the age keeps
         growing after that. A run shown ``running`` whose last beat is already older than
         its timeout is not known to be running: the console says so instead of ``running``.
+        ``state``: the state shown, when a client judged it itself (default ``self.state``).
         """
-        if self.state not in (RunState.RUNNING, RunState.WAITING, RunState.LATE):
+        state = state or self.state
+        if state not in (RunState.RUNNING, RunState.WAITING, RunState.LATE):
             return None
         if self.heartbeat_at is None:
             return None
@@ -302,7 +306,7 @@ class Run(BaseModel):
             liveness = "lost" if timeout and age > timeout else "unknown"
         if liveness == "lost":
             return RunState.LOST
-        if liveness == "late" and self.state is not RunState.LATE:
+        if liveness == "late" and state is not RunState.LATE:
             return RunState.LATE
         return None
 

@@ -105,11 +105,11 @@ def runs_command(
             resources = ", ".join(
                 f"{r['kind']}" + ("!" if r["state"] == "suspected_leak" else "") for r in held
             )
-            state_text = styled(c["state"])
+            state_text = _state_cell(c)
             if c.get("preempted"):
                 state_text += " [dim](preempted)[/]"
             if c["warnings"]:
-                state_text += " [yellow]⚠[/]"
+                state_text += f" [yellow]⚠{len(c['warnings'])}[/]"
             table.add_row(
                 esc(c["id"]),
                 esc(c["name"] or "-"),
@@ -127,6 +127,38 @@ def runs_command(
         suggest(next_steps)
 
     emit(output, contracts, text)
+
+
+def _state_cell(c: dict[str, Any]) -> str:
+    """The state as read, never a plain ``running`` once the heartbeat is past its limit:
+    ``running?`` plus what the age suggests now and how old the reading is."""
+    suspected = c.get("suspected_state")
+    if not suspected:
+        return styled(c["state"])
+    seen = c.get("observed_age_s")
+    read = f" read {fmt_age(seen)} ago" if seen is not None else ""
+    return f"[bold yellow]{esc(c['state'])}?[/] [dim]({esc(suspected)}?{read})[/]"
+
+
+def _state_row(data: dict[str, Any]) -> str:
+    """``irq show``'s state line: the state, when it was read, and what the age says now."""
+    state = str(data.get("state", ""))
+    suspected = data.get("suspected_state")
+    seen = data.get("observed_age_s")
+    text = f"[bold yellow]{esc(state)}?[/]" if suspected else styled(state)
+    if seen is not None:
+        text += f" as of {fmt_age(seen)} ago"
+    if suspected:
+        age, timeout = data.get("heartbeat_age_s"), data.get("heartbeat_timeout_s")
+        limit = f"past its {timeout:g}s timeout" if timeout and suspected == "lost" else (
+            "past its cadence")
+        text += (
+            f" [yellow]— no heartbeat for {fmt_age(age)}, {limit}: {esc(suspected)}? "
+            "(the backend has not said so yet)[/]"
+        )
+    if data.get("native_state"):
+        text += f"  [dim](native: {esc(data.get('native_state'))})[/]"
+    return text
 
 
 def _backend_warnings(view: FleetView) -> None:
@@ -175,15 +207,7 @@ def _render_run(data: dict[str, Any]) -> None:
     rows: list[tuple[str, str]] = [
         ("id", esc(data.get("id"))),
         ("name", esc(data.get("name") or "-")),
-        (
-            "state",
-            styled(str(data.get("state", "")))
-            + (
-                f"  [dim](native: {esc(data.get('native_state'))})[/]"
-                if data.get("native_state")
-                else ""
-            ),
-        ),
+        ("state", _state_row(data)),
         (
             "heartbeat",
             fmt_age(data.get("heartbeat_age_s"))
@@ -206,7 +230,11 @@ def _render_run(data: dict[str, Any]) -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print_text(f"[bold]{key.ljust(width)}[/]  {value}")
-    for warning in data.get("warnings") or []:
+    warnings = data.get("warnings") or []
+    if warnings:
+        print_text()
+        print_text("[bold]Recoverability warnings[/]")
+    for warning in warnings:
         print_text(f"[yellow]⚠ {esc(warning)}[/]")
 
     resources = data.get("resources") or []

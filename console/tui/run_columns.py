@@ -99,6 +99,10 @@ def cell(
     key = col.key
     if key == "state":
         text = f"{g.states[row.state]} {STATE_LABEL[row.state]}"
+        suspected = run.suspected_state(now, row.state)
+        if suspected is not None:
+            # read as running, but the heartbeat is now past its limit: not known to run
+            return text + "?", STATE_TONE[suspected]
         if run.preempted and row.state is not RunState.RUNNING:
             text += "*"
         return text, STATE_TONE[row.state]
@@ -110,9 +114,10 @@ def cell(
             return g.none, "dim"
         level = freshness_level(age, run.heartbeat_interval_s, run.heartbeat_timeout_s)
         tone = "ok"
-        if row.state is RunState.LATE:
+        shown = run.suspected_state(now, row.state) or row.state
+        if shown is RunState.LATE:
             tone = "warn"
-        elif row.state is RunState.LOST:
+        elif shown is RunState.LOST:
             tone = "bad"
         elif run.state.terminal or row.state in (RunState.PAUSED, RunState.CANCELLED):
             tone = "dim"

@@ -37,6 +37,19 @@ def summary(run: Run, state: RunState, now: datetime, g: GlyphSet) -> Renderable
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     state_line = state_text(state, g)
+    suspected = run.suspected_state(now, state)
+    seen = run.observed_age_s(now)
+    if suspected is not None:
+        state_line.append("?", style=TONE_STYLE[STATE_TONE[suspected]])
+    if seen is not None:
+        state_line.append(f"  as of {format_age(seen, g.none)} ago")
+    if suspected is not None:
+        past = (f"past its {run.heartbeat_timeout_s:g}s timeout"
+                if suspected is RunState.LOST and run.heartbeat_timeout_s else "past its cadence")
+        state_line.append(
+            f"  no heartbeat for {format_age(run.heartbeat_age_s(now), g.none)}, {past}: "
+            f"{suspected.value}? (the backend has not said so yet)",
+            style=TONE_STYLE[STATE_TONE[suspected]])
     if run.native_state:
         state_line.append(f"   native: {terminal_safe(run.native_state)}", style="dim")
     if run.preempted:

@@ -1,13 +1,16 @@
 """A Temporal worker written without irq's helpers, the way Temporal's own samples are.
 
-``python tests/adapters/temporal/plain_worker.py ADDRESS TASK_QUEUE`` prints ``ready`` once it
-polls, and runs until killed. Its workflows:
+``python tests/adapters/temporal/plain_worker.py ADDRESS TASK_QUEUE [DEPLOYMENT:BUILD_ID]``
+prints ``ready`` once it polls, and runs until killed. With ``DEPLOYMENT:BUILD_ID`` it uses
+Worker Versioning, its workflows pinned to that version (``VERSIONING_BEHAVIOR_PINNED``).
+Its workflows:
 
 - ``HelloCancellation``: Temporal's ``hello_cancellation`` sample: one activity with a 2 s
   heartbeat timeout that calls ``activity.heartbeat()`` (no details) every second until it is
   cancelled; start-to-close 1000 s.
 - ``NoHeartbeatTimeout``: one activity with a start-to-close timeout and no heartbeat timeout
   that sleeps (``params["sleep_s"]``, default 600 s) without heartbeating.
+- ``Parked``: no activity; waits until cancelled (nothing runs that could heartbeat).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Worker, WorkerDeploymentConfig
 
 
 @activity.defn
@@ -56,13 +60,29 @@ class NoHeartbeatTimeout:
         )
 
 
-async def serve(address: str, task_queue: str) -> None:
+@workflow.defn
+class Parked:
+    @workflow.run
+    async def run(self, params: dict[str, Any]) -> None:
+        await workflow.wait_condition(lambda: False)
+
+
+async def serve(address: str, task_queue: str, version: str = "") -> None:
     client = await Client.connect(address, identity=f"plain-worker-{task_queue}")
+    deployment = None
+    if version:
+        name, _, build = version.partition(":")
+        deployment = WorkerDeploymentConfig(
+            version=WorkerDeploymentVersion(deployment_name=name, build_id=build),
+            use_worker_versioning=True,
+            default_versioning_behavior=VersioningBehavior.PINNED,
+        )
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=[HelloCancellation, NoHeartbeatTimeout],
+        workflows=[HelloCancellation, NoHeartbeatTimeout, Parked],
         activities=[never_complete_activity, silent_sleep],
+        deployment_config=deployment,
     )
     async with worker:
         print("ready", flush=True)
@@ -70,4 +90,4 @@ async def serve(address: str, task_queue: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(sys.argv[1], sys.argv[2]))
+    asyncio.run(serve(*sys.argv[1:4]))
