@@ -58,7 +58,10 @@ ReasonOption = Annotated[
 ]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 DryRunOption = Annotated[
-    bool, typer.Option("--dry-run", help="Print the action plan and change nothing.")
+    bool,
+    typer.Option(
+        "--dry-run", help="Show what would happen (the plan, or the decision); change nothing."
+    ),
 ]
 KeyOption = Annotated[
     str | None,

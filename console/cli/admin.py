@@ -65,11 +65,11 @@ def serve_command(
     ] = None,
     cert: Annotated[
         Path | None,
-        typer.Option("--cert", exists=True, dir_okay=False, help="TLS certificate (wss://)."),
+        typer.Option("--tls-cert", exists=True, dir_okay=False, help="TLS certificate (wss://)."),
     ] = None,
     key: Annotated[
         Path | None,
-        typer.Option("--key", exists=True, dir_okay=False, help="TLS private key (wss://)."),
+        typer.Option("--tls-key", exists=True, dir_okay=False, help="TLS private key (wss://)."),
     ] = None,
     log_level: Annotated[
         LogLevel, typer.Option("--log-level", help="Gateway log verbosity (stderr).")
@@ -83,7 +83,10 @@ def serve_command(
     from console.gateway.settings import GatewaySettings
 
     if (cert is None) != (key is None):
-        fail(ExitCode.USAGE, "--cert and --key go together (both for wss://, neither for ws://)")
+        fail(
+            ExitCode.USAGE,
+            "--tls-cert and --tls-key go together (both for wss://, neither for ws://)",
+        )
     if backend:
         urls, source = list(backend), "--backend"
     else:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from console.cli import actions, admin, decisions, launch, runs
+from console.cli.help_layout import IrqGroup
 from console.cli.session import GlobalOptions
 
 app = typer.Typer(
@@ -21,20 +22,29 @@ app = typer.Typer(
     "Without a subcommand, opens the terminal UI.",
     invoke_without_command=True,
     no_args_is_help=False,
-    add_completion=False,
+    add_completion=True,
+    cls=IrqGroup,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def version_line() -> str:
+    """``irq 0.1.0 (gateway protocol 1)``: the product, its version, the wire protocol."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from console.gateway.protocol import PROTOCOL_VERSION
+
+    try:
+        installed = version("irq")
+    except PackageNotFoundError:
+        installed = "unknown"
+    return f"irq {installed} (gateway protocol {PROTOCOL_VERSION})"
+
+
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            print(version("irq"))
-        except PackageNotFoundError:
-            print("unknown")
+        print(version_line())
         raise typer.Exit()
 
 
@@ -66,7 +76,12 @@ def root(
     ] = None,
     version: Annotated[
         bool | None,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the product, its version and the gateway protocol version.",
+        ),
     ] = None,
 ) -> None:
     """Operations console for interrupt and preemption management of agent workloads."""

@@ -1,5 +1,9 @@
 """``irq approve|edit|reject|respond INTERRUPT``: decide a pending interrupt, exactly once.
 
+Like every mutation it shows what will be decided (run, title, action and arguments, an edit
+as a diff, the allowed decisions) and asks, default No; ``--yes`` skips the question,
+``--dry-run`` only shows, and without a terminal it refuses unless ``--yes`` is given.
+
 A second decision on the same interrupt (from this or any other client) is a conflict
 (exit 4); the gateway never delivers it twice. ``--key`` lets a script retry safely.
 """
@@ -322,6 +326,7 @@ def edit_command(
         str,
         typer.Option(
             "--args",
+            metavar="JSON",
             help="The edited arguments: a JSON object, @FILE, or - for stdin. The gateway "
             "validates them against the interrupt's schema.",
             show_default=False,
@@ -410,6 +415,7 @@ def respond_command(
         str | None,
         typer.Option(
             "--json",
+            metavar="JSON",
             help="The answer, as JSON (a value, @FILE, or - for stdin).",
             show_default=False,
         ),

@@ -338,7 +338,7 @@ def _render_run(data: dict[str, Any]) -> None:
 def inbox_command(
     ctx: typer.Context,
     run: Annotated[
-        str | None, typer.Option("--run", "-r", help="Only interrupts of this run.")
+        str | None, typer.Option("--run", help="Only interrupts of this run.")
     ] = None,
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help="Include decided and withdrawn interrupts.")

@@ -189,9 +189,9 @@ def test_serve_without_backend_flags_uses_the_context_backends(irq_home: Path):
 def test_serve_needs_cert_and_key_together(irq_home: Path, tmp_path: Path):
     cert = tmp_path / "cert.pem"
     cert.write_text("x")
-    result = irq("serve", "--cert", str(cert))
+    result = irq("serve", "--tls-cert", str(cert))
     assert result.code == 2
-    assert "--cert and --key go together" in result.stderr
+    assert "--tls-cert and --tls-key go together" in result.stderr
 
 
 def test_unknown_context_is_a_usage_error(irq_home: Path):
