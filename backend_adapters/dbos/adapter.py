@@ -28,7 +28,6 @@ from backend_adapters.base import (
     BackendFactory,
     Capabilities,
     Conflict,
-    InvalidInput,
     NotFound,
     Observation,
     PauseLedger,
@@ -48,7 +47,7 @@ from backend_adapters.dbos.conventions import (
     IntentAction,
     decision_topic,
 )
-from backend_adapters.dbos.decisions import validate_edit_args
+from backend_adapters.dbos.decisions import refuse_invalid_decision
 from backend_adapters.dbos.location import DatabaseLocation, locate
 from backend_adapters.dbos.mapping import (
     BACKEND,
@@ -61,7 +60,6 @@ from backend_adapters.dbos.mapping import (
 from backend_adapters.registry import BackendURL
 from console.model import (
     Decision,
-    DecisionKind,
     Heartbeat,
     Interrupt,
     JournalStep,
@@ -536,14 +534,9 @@ class DBOSBackend:
                 "withdrawn or expired"
             )
         allowed = current.get("allowed_decisions") or ["approve", "reject"]
-        if message["type"] not in allowed:
-            raise InvalidInput(
-                f"{message['type']} is not allowed for this interrupt (allowed: "
-                + ", ".join(allowed)
-                + ")"
-            )
-        if message["type"] == "edit":
-            validate_edit_args(message.get("args") or {}, current.get("args_schema"))
+        refuse_invalid_decision(  # against the interrupt as the agent publishes it now
+            message["type"], allowed, args=message.get("args"), schema=current.get("args_schema")
+        )
         client.send(
             native_id,
             message,
@@ -572,15 +565,13 @@ class DBOSBackend:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        if decision.kind not in interrupt.allowed_decisions:
-            raise InvalidInput(
-                f"{decision.kind.value} is not allowed for this interrupt (allowed: "
-                + ", ".join(d.value for d in interrupt.allowed_decisions)
-                + ")",
-                target=interrupt.id,
-            )
-        if decision.kind is DecisionKind.EDIT:
-            validate_edit_args(decision.args or {}, interrupt.args_schema)
+        refuse_invalid_decision(
+            decision.kind,
+            interrupt.allowed_decisions,
+            args=decision.args,
+            schema=interrupt.args_schema,
+            target=interrupt.id,
+        )
         earlier = self._sent.get(interrupt.native_id)
         if earlier is not None and earlier != idempotency_key:
             raise Conflict(

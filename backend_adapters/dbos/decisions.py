@@ -1,24 +1,23 @@
-"""Checking a decision before it is sent to a DBOS agent."""
+"""Checking a decision before it is sent to a DBOS agent: the one decision check
+(console/decision_check.py), raised as the adapter's InvalidInput."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import jsonschema
+from collections.abc import Sequence
 
 from backend_adapters.base import InvalidInput
+from console.decision_check import decision_problem
 
 
-def validate_edit_args(args: dict[str, Any], schema: dict[str, Any] | None) -> None:
-    """Edited args must satisfy the interrupt's JSON schema (any draft it declares)."""
-    if not schema:
-        return
-    try:
-        validator_cls = jsonschema.validators.validator_for(schema)
-        validator_cls.check_schema(schema)
-        error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(args))
-    except jsonschema.exceptions.SchemaError as exc:
-        raise InvalidInput(f"the interrupt's args_schema is invalid: {exc.message}") from exc
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        raise InvalidInput(f"edited args fail the schema at {where}: {error.message}")
+def refuse_invalid_decision(
+    kind: str,
+    allowed: Sequence[str],
+    *,
+    args: object = None,
+    schema: object | None = None,
+    target: str = "",
+) -> None:
+    """Raise InvalidInput when ``kind`` is not allowed or edited ``args`` fail ``schema``."""
+    problem = decision_problem(kind, allowed, args=args, schema=schema)
+    if problem is not None:
+        raise InvalidInput(f"decision refused: {problem}", target=target)

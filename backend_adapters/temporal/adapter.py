@@ -21,8 +21,6 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-import jsonschema
-
 from backend_adapters.base import (
     ActionCapability,
     ActionOutcome,
@@ -74,10 +72,10 @@ from backend_adapters.temporal.state_mapping import (
     run_from_evidence,
 )
 from backend_adapters.temporal.worker_liveness import stale_workers, workers_from_json
+from console.decision_check import decision_problem
 from console.model import (
     Action,
     Decision,
-    DecisionKind,
     Heartbeat,
     Interrupt,
     JournalStep,
@@ -963,32 +961,16 @@ def _pending_ids(info: dict[str, Any]) -> list[str]:
 
 
 def check_decision(interrupt: Interrupt, decision: Decision) -> None:
-    """Validate before sending: allowed kind, edited args against ``args_schema``."""
-    if decision.kind not in interrupt.allowed_decisions:
-        raise InvalidInput(
-            f"{interrupt.id}: {decision.kind.value} is not allowed here (allowed: "
-            + ", ".join(d.value for d in interrupt.allowed_decisions)
-            + ")",
-            target=interrupt.id,
-        )
-    if decision.kind is DecisionKind.EDIT:
-        if decision.args is None:
-            raise InvalidInput(f"{interrupt.id}: edit needs args", target=interrupt.id)
-        if interrupt.args_schema:
-            try:
-                validator = jsonschema.Draft202012Validator(interrupt.args_schema)
-                error = jsonschema.exceptions.best_match(validator.iter_errors(decision.args))
-            except jsonschema.exceptions.SchemaError as exc:
-                raise InvalidInput(
-                    f"{interrupt.id}: the interrupt's args_schema is invalid: {exc.message}",
-                    target=interrupt.id,
-                ) from exc
-            if error is not None:
-                where = "/".join(str(p) for p in error.absolute_path) or "args"
-                raise InvalidInput(
-                    f"{interrupt.id}: edited args rejected at {where}: {error.message}",
-                    target=interrupt.id,
-                )
+    """Refuse before sending what the workflow's validator would refuse: the one decision
+    check (console/decision_check.py), raised as InvalidInput."""
+    problem = decision_problem(
+        decision.kind,
+        interrupt.allowed_decisions,
+        args=decision.args,
+        schema=interrupt.args_schema,
+    )
+    if problem is not None:
+        raise InvalidInput(f"{interrupt.id}: decision refused: {problem}", target=interrupt.id)
 
 
 def journal_from_history(events: list[dict[str, Any]]) -> list[JournalStep]:

@@ -69,7 +69,7 @@ from backend_adapters.temporal.conventions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    import jsonschema
+    from console.decision_check import decision_problem, schema_problem
 
 PENDING_KEY = SearchAttributeKey.for_keyword_list(SEARCH_ATTRIBUTE)
 
@@ -139,7 +139,9 @@ class Interrupts:
         if not allowed_list:
             raise ValueError(f"allowed decisions must be among {DECISION_KINDS}")
         if args_schema is not None:
-            jsonschema.Draft202012Validator.check_schema(args_schema)
+            problem = schema_problem(args_schema)
+            if problem is not None:
+                raise ValueError(f"{title!r}: {problem}")
         self._counter += 1
         iid = interrupt_id or f"i{self._counter}"
         if iid in self._pending or iid in self._decided:
@@ -182,30 +184,18 @@ class Interrupts:
         decision = request.get("decision")
         if not isinstance(decision, dict):
             raise ApplicationError("decision must be an object", type=ERROR_INVALID_DECISION)
-        kind = decision.get("type")
-        if kind not in pending["allowed_decisions"]:
+        problem = decision_problem(
+            str(decision.get("type")),
+            pending["allowed_decisions"],
+            args=decision.get("args"),
+            schema=pending.get("args_schema"),
+        )
+        if problem is not None:
             raise ApplicationError(
-                f"decision {kind!r} not allowed for {iid!r}; allowed: "
-                + ", ".join(pending["allowed_decisions"]),
+                f"decision refused for {iid!r}: {problem}",
                 type=ERROR_INVALID_DECISION,
                 non_retryable=True,
             )
-        if kind == "edit":
-            edited = decision.get("args")
-            if not isinstance(edited, dict):
-                raise ApplicationError("edit needs args (an object)", type=ERROR_INVALID_DECISION)
-            schema = pending.get("args_schema")
-            if schema:
-                error = jsonschema.exceptions.best_match(
-                    jsonschema.Draft202012Validator(schema).iter_errors(edited)
-                )
-                if error is not None:
-                    where = "/".join(str(p) for p in error.absolute_path) or "args"
-                    raise ApplicationError(
-                        f"edited args rejected at {where}: {error.message}",
-                        type=ERROR_INVALID_DECISION,
-                        non_retryable=True,
-                    )
 
     def _on_decide(self, request: dict[str, Any]) -> dict[str, Any]:
         # Validators of two updates in the same workflow task both pass before either handler

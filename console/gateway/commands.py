@@ -10,6 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from backend_adapters.base import ActionOutcome, Backend, BackendError
+from console.decision_check import DecisionProblem, check_decision
 from console.gateway.auth import Principal
 from console.gateway.hub import Hub
 from console.gateway.journal import CommandRow, Journal
@@ -198,11 +199,6 @@ class CommandExecutor:
         if intr is None:
             return self._finish(cmd, who, CommandResult(
                 **base, outcome="failed", error="not_found", detail=f"no such interrupt: {target}"))
-        if decision.kind not in intr.allowed_decisions:
-            allowed = ", ".join(d.value for d in intr.allowed_decisions)
-            return self._finish(cmd, who, CommandResult(
-                **base, outcome="failed", error="invalid",
-                detail=f"{decision.kind.value} is not allowed here (allowed: {allowed})"))
         invalid = validation_error(intr, decision)
         if invalid:
             return self._finish(cmd, who, CommandResult(
@@ -379,29 +375,16 @@ def _backend_call(backend: Backend, action: Action, run: Run, *, reason: str,
 
 
 def validation_error(intr: Interrupt, decision: Decision) -> str | None:
-    """Why the decision's payload is invalid for this interrupt, or None."""
-    if decision.kind is DecisionKind.EDIT:
-        if decision.args is None:
-            return "edit needs the edited arguments"
-        if intr.args_schema:
-            return schema_error(decision.args, intr.args_schema)
-    if decision.kind is DecisionKind.REJECT and not (decision.feedback or "").strip():
-        return "reject needs feedback text for the agent"
-    if decision.kind is DecisionKind.RESPOND and decision.response in (None, ""):
-        return "respond needs a response"
-    return None
+    """Why the decision cannot be delivered to this interrupt, or None.
 
-
-def schema_error(value: Any, schema: dict[str, Any]) -> str | None:
-    import jsonschema
-
-    try:
-        validator_cls = jsonschema.validators.validator_for(schema)
-        validator_cls.check_schema(schema)
-        error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(value))
-    except jsonschema.exceptions.SchemaError as exc:
-        return f"the interrupt's argument schema is invalid: {exc.message}"
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{where + ': ' if where else ''}{error.message}"
+    Kind allowed and edited args against the schema: the one decision check
+    (console/decision_check.py); then what the operator must give with a reject or respond.
+    """
+    problem = check_decision(intr, decision)
+    if problem is None and decision.kind is DecisionKind.REJECT:
+        if not (decision.feedback or "").strip():
+            problem = DecisionProblem("feedback", "reject needs feedback text for the agent")
+    if problem is None and decision.kind is DecisionKind.RESPOND:
+        if decision.response in (None, ""):
+            problem = DecisionProblem("response", "respond needs a response")
+    return str(problem) if problem is not None else None

@@ -8,43 +8,32 @@ its validity changes; the dialog will not submit while ``error`` is set.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from jsonschema import exceptions as schema_exceptions
-from jsonschema.validators import validator_for
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-
-def json_path(path: Any) -> str:
-    out = "$"
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
+from console.decision_check import decision_problem
+from console.model import DecisionKind
 
 
-def validate_args(text: str, schema: dict[str, Any] | None) -> tuple[Any, str | None]:
-    """(parsed value, error) for edited arguments: JSON object, valid against ``schema``."""
+def validate_args(
+    text: str,
+    schema: dict[str, Any] | None,
+    allowed: Sequence[DecisionKind] = (DecisionKind.EDIT,),
+) -> tuple[Any, str | None]:
+    """(parsed value, error) for edited arguments: JSON, then the one decision check
+    (console/decision_check.py), so the editor refuses exactly what the gateway refuses."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-    if not isinstance(value, dict):
-        return value, "arguments must be a JSON object ({...})"
-    if schema:
-        try:
-            cls = validator_for(schema)
-            cls.check_schema(schema)
-            validator = cls(schema)
-        except schema_exceptions.SchemaError:
-            return value, None  # a broken schema cannot block an operator
-        error = schema_exceptions.best_match(validator.iter_errors(value))
-        if error is not None:
-            return value, f"{json_path(error.absolute_path)}: {error.message}"
-    return value, None
+    problem = decision_problem(DecisionKind.EDIT, allowed, args=value, schema=schema)
+    return value, str(problem) if problem is not None else None
 
 
 def parse_response(text: str) -> tuple[Any, str, str | None]:
