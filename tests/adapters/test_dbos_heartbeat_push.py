@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 
@@ -89,16 +90,27 @@ def test_pusher_says_hello_with_bearer_token_then_sends_frames():
 
 
 def test_gateway_down_keeps_latest_frame_per_run_and_delivers_after_it_comes_up():
-    port = free_port()
-    pusher = HeartbeatPusher(f"ws://127.0.0.1:{port}/agent", "t", min_backoff_s=0.05)
+    # a gateway that takes the TCP connection and never answers the websocket handshake: the
+    # sender thread's connect hangs for the whole open timeout (60 s here)
+    silent = socket.create_server(("127.0.0.1", 0))
+    silent.settimeout(30)
+    port = silent.getsockname()[1]
+    pusher = HeartbeatPusher(
+        f"ws://127.0.0.1:{port}/agent", "t", min_backoff_s=0.05, open_timeout_s=60.0
+    )
     try:
         started = time.monotonic()
-        for seq in range(1, 50):
+        pusher.push(beat("wf-a", 1))
+        handshake, _ = silent.accept()  # the sender thread is now stuck in the handshake
+        for seq in range(2, 50):
             pusher.push(beat("wf-a", seq))
         pusher.push(beat("wf-b", 7, "paused"))
-        # connecting would take up to open_timeout_s (3 s): the agent's thread never waits for it
-        assert time.monotonic() - started < 2.0, "push never blocks the agent"
-        assert not pusher.flush(0.2)
+        # a push that waited for the handshake would take the 60 s open timeout; the bound is
+        # generous for a loaded machine (how fast a push is belongs in benchmarks/)
+        assert time.monotonic() - started < 20.0, "push never blocks the agent"
+        assert not pusher.connected and not pusher.flush(0.2)
+        handshake.close()  # the gateway went away mid-handshake; it comes back on the same port
+        silent.close()
         gw = Gateway(port)
         try:
             wait(lambda: len(gw.beats()) == 2)

@@ -3,7 +3,7 @@
 The gateway runs as a real ``irq serve`` subprocess. One test starts it through the test-only
 entry point tests/support/faulty_gateway.py, whose fault hook SIGKILLs it between the journaled
 intent and the outcome, and checks that, after a restart as ``irq serve``, the decision reaches
-the agent exactly once. "Exactly once" is read from the agent's own record (dbos_record.py):
+the agent exactly once. "Exactly once" is read from the agent's own record (tests/support/dbos_record.py):
 once the workflow has settled, its DBOS system database holds one message for it, consumed by
 the one ``recv`` that returned it, so a late duplicate cannot hide behind a short sleep.
 """
@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
-from dbos_record import read_record, settled_record
 from test_dbos_adapter import deploy, plan, step
 
 from console.client import GatewayClient, GatewayUnreachable
 from console.gateway.auth import create_token
 from console.model import Decision, DecisionKind, Role
 from console.processes import free_port, stop_process
+from tests.support.dbos_record import read_record, settled_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
