@@ -104,15 +104,7 @@ def serve_command(
     except ImportError as exc:
         fail(ExitCode.FAILED, f"the gateway server is not available in this installation: {exc}")
 
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=log_level.value.upper(),
-            stream=sys.stderr,
-            format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        )
-    if log_level is not LogLevel.DEBUG:
-        # one line per CLI connection is noise at info level
-        logging.getLogger("websockets.server").setLevel(logging.WARNING)
+    configure_gateway_logging(log_level)
     shown = ", ".join(_display_backend(u) for u in urls) or "none"
     diagnose(f"gateway on {settings.url} (home {settings.home}); backends from {source}: {shown}")
     if not _has_tokens(tokens_path(settings.home)):
@@ -136,6 +128,26 @@ def serve_command(
                 hint="pick another with --port",
             )
         fail(ExitCode.FAILED, f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+#: request-level loggers of libraries the gateway uses: one INFO line per HTTP request or
+#: websocket connection (httpx logs every Temporal poll) is noise that grows without bound
+THIRD_PARTY_LOGGERS = ("httpx", "httpcore", "websockets", "hpack", "urllib3", "asyncio")
+
+
+def configure_gateway_logging(level: LogLevel) -> None:
+    """stderr logging for ``irq serve``; third-party request logs only with ``debug``."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=level.value.upper(),
+            stream=sys.stderr,
+            format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        )
+    else:
+        logging.getLogger().setLevel(level.value.upper())
+    third_party = logging.DEBUG if level is LogLevel.DEBUG else logging.WARNING
+    for name in THIRD_PARTY_LOGGERS:
+        logging.getLogger(name).setLevel(third_party)
 
 
 def _display_backend(url: str) -> str:
@@ -198,27 +210,55 @@ def token_create_command(
     name: Annotated[
         str | None, typer.Option("--name", help="Identity recorded in the audit trail.")
     ] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scope",
+            help="Agent tokens only, required, repeatable: the runs the agent may report for, "
+            "BACKEND:CONTEXT[/RUN_ID_PREFIX] (e.g. dbos:local, dbos:prod/nightly-; CONTEXT * "
+            "for every context of the backend).",
+            show_default=False,
+        ),
+    ] = None,
     output: OutputOption = OutputFormat.TEXT,
 ) -> None:
     """Create a token and print it (only its hash is stored)."""
-    from console.gateway.auth import create_token, tokens_path
+    from console.gateway.auth import AgentScope, create_token, tokens_path
     from console.model import Role
 
+    scopes: list[AgentScope] | None = None
+    if role is TokenRole.AGENT:
+        if not scope:
+            fail(
+                ExitCode.USAGE,
+                "an agent token needs --scope BACKEND:CONTEXT[/RUN_ID_PREFIX] (the runs it "
+                "may report for), e.g. --scope dbos:local",
+            )
+        try:
+            scopes = [AgentScope.parse(s) for s in scope]
+        except ValueError as exc:
+            fail(ExitCode.USAGE, str(exc))
+    elif scope:
+        fail(ExitCode.USAGE, f"--scope is for agent tokens; a {role.value} token has no scope")
     path = tokens_path()
     try:
-        token = create_token(Role(role.value), name)
+        token = create_token(Role(role.value), name, scopes=scopes)
     except (OSError, ValueError) as exc:
         fail(ExitCode.FAILED, f"cannot create a token in {path}: {exc}")
     digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
     identity = next(
         (e.get("identity") for e in _token_entries(path) if e.get("sha256") == digest), name
     )
-    record = {"token": token, "role": role.value, "identity": identity, "store": str(path)}
+    record: dict[str, Any] = {"token": token, "role": role.value, "identity": identity,
+                              "store": str(path)}
+    if scopes is not None:
+        record["scopes"] = [str(s) for s in scopes]
 
     def text() -> None:
         sys.stdout.write(token + "\n")
         sys.stdout.flush()
-        diagnose(f"created {role.value} token {identity!r}; its hash is stored in {path}")
+        scoped = f" for {', '.join(record['scopes'])}" if scopes is not None else ""
+        diagnose(f"created {role.value} token {identity!r}{scoped}; its hash is stored in {path}")
         hint("use it with: export IRQ_TOKEN=<token>  (or --token, or the config file)")
 
     emit(output, record, text)
@@ -231,7 +271,8 @@ def token_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
 
     path = tokens_path()
     entries = [
-        {"identity": e.get("identity"), "role": e.get("role"), "created_at": e.get("created_at")}
+        {"identity": e.get("identity"), "role": e.get("role"), "created_at": e.get("created_at"),
+         "scopes": e.get("scopes") if e.get("role") == "agent" else None}
         for e in _token_entries(path)
     ]
 
@@ -239,9 +280,13 @@ def token_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
         if not entries:
             hint(f"no tokens in {path}; create one with `irq token create --role operator`")
             return
-        table = make_table("identity", "role", "created")
+        table = make_table("identity", "role", "scopes", "created")
         for e in entries:
-            table.add_row(esc(e["identity"]), esc(e["role"]), fmt_time(e["created_at"]))
+            scopes = e["scopes"]
+            shown = ("" if e["role"] != "agent" else
+                     "unscoped (any run)" if scopes is None else ", ".join(map(str, scopes)))
+            table.add_row(esc(e["identity"]), esc(e["role"]), esc(shown),
+                          fmt_time(e["created_at"]))
         print_table(table)
 
     emit(output, entries, text)

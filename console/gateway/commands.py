@@ -15,6 +15,7 @@ from console.gateway.auth import Principal
 from console.gateway.hub import Hub
 from console.gateway.journal import CommandRow, Journal
 from console.gateway.protocol import Command
+from console.gateway.refusals import RefusalLedger
 from console.model import (
     Action,
     ActionPlan,
@@ -23,6 +24,7 @@ from console.model import (
     Decision,
     DecisionKind,
     Interrupt,
+    Outcome,
     Role,
     Run,
     RunState,
@@ -41,7 +43,7 @@ _IN_EFFECT = {
                     RunState.COMPLETED},
 }
 
-_ERROR_OUTCOME = {"conflict": "conflict", "forbidden": "forbidden"}
+_ERROR_OUTCOME: dict[str, Outcome] = {"conflict": "conflict", "forbidden": "forbidden"}
 
 
 class CommandExecutor:
@@ -62,6 +64,8 @@ class CommandExecutor:
         #: crash-safety tests set it (tests/support/faulty_gateway.py), never shipped code
         self.fault_hook = fault_hook
         self._inflight: set[tuple[str, str]] = set()
+        #: set by the gateway: refused commands are audited in summary (refusals.py)
+        self.refusals: RefusalLedger | None = None
 
     # ----------------------------------------------------------------------- planning
 
@@ -91,8 +95,16 @@ class CommandExecutor:
                               "operator or admin required")
                 for t in cmd.targets
             ]
-            for r in results:
-                self._audit(who, r, cmd.reason)
+            if self.refusals is not None:  # summarised: a refusal flood is two rows, not N
+                self.refusals.refuse(
+                    identity=who.identity, role=who.role.value, action=cmd.action.value,
+                    target=cmd.targets[0], code="forbidden", reason=cmd.reason,
+                    items=len(cmd.targets), command_id=cmd.id,
+                    detail=results[0].detail + (f" ({len(cmd.targets)} targets)"
+                                                if len(cmd.targets) > 1 else ""))
+            else:
+                for r in results:
+                    self._audit(who, r, cmd.reason)
             return results
         if cmd.action is Action.DECIDE:
             assert cmd.decision is not None
@@ -118,7 +130,7 @@ class CommandExecutor:
 
     async def _run_action(self, cmd: Command, who: Principal, target: str) -> CommandResult:
         action = cmd.action
-        base = {"id": cmd.id, "action": action.value, "target": target}
+        base: dict[str, Any] = {"id": cmd.id, "action": action.value, "target": target}
         row = self.journal.command(cmd.id, target)
         if row is not None and not cmd.dry_run:
             if row.status != "intent" or (cmd.id, target) in self._inflight:
@@ -156,7 +168,8 @@ class CommandExecutor:
 
     async def _call(self, key: str, target: str, run: Run, backend: Backend, action: Action,
                     who: Principal, reason: str, the_plan: ActionPlan) -> CommandResult:
-        base = {"id": key, "action": action.value, "target": target, "plan": the_plan}
+        base: dict[str, Any] = {"id": key, "action": action.value, "target": target,
+                                "plan": the_plan}
         self._inflight.add((key, target))
         try:
             outcome = await asyncio.wait_for(
@@ -177,6 +190,8 @@ class CommandExecutor:
         if action in (Action.PAUSE, Action.CANCEL):
             released = {r.id for r in the_plan.resources_released}
             self.hub.expect_release(run.id, action.value, released, self.release_verify_s)
+        if action is Action.RESUME:  # whichever worker of the run's scope picks it up reports
+            self.hub.unbind(run.id)
         await self._refresh_run(backend, run)
         return CommandResult(**base, outcome="applied", detail=outcome.detail)
 
@@ -191,7 +206,7 @@ class CommandExecutor:
 
     async def _decide(self, cmd: Command, who: Principal, target: str,
                       decision: Decision) -> CommandResult:
-        base = {"id": cmd.id, "action": decision.kind.value, "target": target}
+        base: dict[str, Any] = {"id": cmd.id, "action": decision.kind.value, "target": target}
         row = self.journal.command(cmd.id, target)
         if row is not None and (row.status != "intent" or (cmd.id, target) in self._inflight):
             return self._replayed(row)
@@ -237,7 +252,7 @@ class CommandExecutor:
 
     async def _deliver(self, key: str, intr: Interrupt, decision: Decision, backend: Backend,
                        who: Principal) -> CommandResult:
-        base = {"id": key, "action": decision.kind.value, "target": intr.id}
+        base: dict[str, Any] = {"id": key, "action": decision.kind.value, "target": intr.id}
         self._inflight.add((key, intr.id))
         try:
             outcome = await asyncio.wait_for(

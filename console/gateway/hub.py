@@ -5,6 +5,11 @@ bounded log so a reconnecting client resumes from its last number. Heartbeats pu
 are merged into the runs they belong to and coalesced: a flood of beats becomes at most one
 ``run`` event per run per coalescing window. Liveness is re-evaluated every tick, so silence
 turns a run ``late`` and then ``lost`` without any event from the agent.
+
+Each run's beats are bound to the token that first reported it (:class:`Reporter`); beats from
+another token are refused until the bound one has been silent past its timeout or an
+operator resumed the run (see SECURITY.md). Beats for runs no adapter knows are held in a
+bounded store (:mod:`console.gateway.unknown_beats`) and adopted when the run appears.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from console.gateway.protocol import AgentHeartbeat
+from console.gateway.protocol import AgentHeartbeat, FrameError
+from console.gateway.unknown_beats import UnknownBeats
 from console.model import (
     BackendHealth,
     DecisionRecord,
@@ -31,7 +37,23 @@ from console.semantics import beat_is_stale, recoverability_warnings, unified_st
 HEARTBEAT_HISTORY = 120
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
 FINISHED_RUN_TTL = timedelta(hours=1)  # finished runs leave the live index (audit keeps them)
-MAX_ORPHAN_BEATS = 100_000
+MAX_UNKNOWN_RUNS = 10_000  # runs no adapter knows whose latest beat is kept
+MAX_UNKNOWN_BYTES = 16 << 20  # and the bytes of those beats' frames
+DEFAULT_TAKEOVER_S = 60.0  # silence after which another token may take a run over (no timeout_s)
+
+
+@dataclass(frozen=True)
+class Reporter:
+    """The token a beat came from: ``token_id`` binds, ``identity`` is for messages."""
+
+    token_id: str
+    identity: str
+
+
+@dataclass
+class _Unknown:
+    beat: AgentHeartbeat
+    reporter: Reporter | None
 
 
 @dataclass
@@ -41,6 +63,7 @@ class ReleaseCheck:
     action: str
     expected: set[str]
     deadline: datetime
+    reporter: Reporter | None = None  # only the token bound at the time may confirm
 
 
 @dataclass(eq=False)
@@ -62,8 +85,12 @@ class Hub:
         self.log: deque[dict[str, Any]] = deque(maxlen=event_log_size)
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
         self._observed: dict[str, Run] = {}  # as the adapter last reported it
-        self._beats: dict[str, AgentHeartbeat] = {}  # latest agent beat per run id
+        self._beats: dict[str, AgentHeartbeat] = {}  # latest agent beat per known run id
+        self._bound: dict[str, Reporter] = {}  # known run id -> the token its beats come from
+        self.unknown: UnknownBeats[_Unknown] = UnknownBeats(
+            max_runs=MAX_UNKNOWN_RUNS, max_bytes=MAX_UNKNOWN_BYTES)
         self.stale_beats = 0  # beats ignored because a newer one was already accepted
+        self.takeovers = 0  # runs whose binding moved to another token
         self.history: dict[str, deque[Heartbeat]] = {}
         self.interrupts: dict[str, Interrupt] = {}
         self._pending_by_run: dict[str, set[str]] = {}  # run id -> pending interrupt ids
@@ -123,6 +150,8 @@ class Hub:
         now = self.clock()
         for run in runs:
             self._observed[run.id] = run
+            if run.id in self.unknown:
+                self._adopt(run.id)
             self._refresh(run.id, now)
         for run_id in gone or []:
             self._forget_run(run_id)
@@ -130,6 +159,8 @@ class Hub:
     def _forget_run(self, run_id: str) -> None:
         self._observed.pop(run_id, None)
         self._beats.pop(run_id, None)
+        self._bound.pop(run_id, None)
+        self.unknown.pop(run_id)
         self.history.pop(run_id, None)
         self.release_checks.pop(run_id, None)
         if self.runs.pop(run_id, None) is not None:
@@ -177,24 +208,78 @@ class Hub:
         if old is None or _differs(old, merged):
             self.publish("run", merged.contract(now))
 
-    def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat) -> None:
-        """Record a beat; the run event goes out at the next coalescing flush."""
-        last = self._beats.get(run_id)
+    def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat,
+                        reporter: Reporter | None = None, size: int = 0) -> None:
+        """Record a beat; the run event goes out at the next coalescing flush.
+
+        Raises :class:`FrameError` ``bound_to_other`` when the run's beats come from another
+        token that may not take it over yet. ``size``: the frame's bytes (for the bound on
+        beats of unknown runs)."""
+        now = self.clock()
+        known = run_id in self._observed
+        held = None if known else self.unknown.get(run_id)
+        last = self._beats.get(run_id) if known else (held.beat if held else None)
+        bound = self._bound.get(run_id) if known else (held.reporter if held else None)
+        if reporter is not None and bound is not None and bound.token_id != reporter.token_id:
+            if not self._may_take_over(run_id, last, now):
+                raise FrameError(
+                    "bound_to_other",
+                    f"{run_id} reports through another agent token ({bound.identity}); a "
+                    "different token may take it over only after that one fell silent past "
+                    "its timeout or an operator resumed the run")
+            self.takeovers += 1
+            last = None  # the new worker's counter starts afresh
         if last is not None and beat_is_stale(beat.seq, beat.at, last.seq, last.at):
             self.stale_beats += 1  # built before the beat we have; would undo its report
             return
-        beat = beat if beat.at else beat.model_copy(update={"at": self.clock()})
+        beat = beat if beat.at else beat.model_copy(update={"at": now})
+        owner = reporter if reporter is not None else bound
+        if not known:
+            self.unknown.put(run_id, _Unknown(beat, owner), size or 512)
+            return
         self._beats[run_id] = beat
-        if len(self._beats) > MAX_ORPHAN_BEATS + len(self._observed):
-            for stale in [k for k in self._beats if k not in self._observed][:1000]:
-                self._beats.pop(stale, None)
+        if owner is not None:
+            self._bound[run_id] = owner
+        self._record(run_id, beat)
+        self._verify_release(run_id, beat, reporter)
+        self._dirty.add(run_id)
+
+    def _record(self, run_id: str, beat: AgentHeartbeat) -> None:
         hist = self.history.setdefault(run_id, deque(maxlen=HEARTBEAT_HISTORY))
         hist.append(
             Heartbeat(at=beat.at or self.clock(), seq=beat.seq, progress=beat.progress,
                       details=beat.details, resources=beat.resources)
         )
-        self._verify_release(run_id, beat)
-        self._dirty.add(run_id)
+
+    def _adopt(self, run_id: str) -> None:
+        """A run an adapter now shows: its held beat (and binding) become the run's."""
+        held = self.unknown.pop(run_id)
+        if held is None:
+            return
+        self._beats[run_id] = held.beat
+        if held.reporter is not None:
+            self._bound[run_id] = held.reporter
+        self._record(run_id, held.beat)
+
+    def _may_take_over(self, run_id: str, last: AgentHeartbeat | None, now: datetime) -> bool:
+        """Another token may report for a run once its bound token has been silent longer
+        than the run's timeout (the worker died; a sibling resumed it)."""
+        if last is None or last.at is None:
+            return True
+        run = self._observed.get(run_id)
+        timeout = last.timeout_s or (run.heartbeat_timeout_s if run else None)
+        at = last.at if last.at.tzinfo is not None else last.at.replace(tzinfo=now.tzinfo)
+        return (now - at).total_seconds() > (timeout or DEFAULT_TAKEOVER_S)
+
+    def unbind(self, run_id: str) -> None:
+        """An operator resumed the run: whichever worker of its scope picks it up reports."""
+        self._bound.pop(run_id, None)
+
+    def bound_to(self, run_id: str) -> Reporter | None:
+        if run_id in self._observed:
+            return self._bound.get(run_id)
+        held = self.unknown.get(run_id)
+        return held.reporter if held else None
 
     def flush_heartbeats(self) -> None:
         now = self.clock()
@@ -233,13 +318,19 @@ class Hub:
         self.release_checks[run_id] = ReleaseCheck(
             action=action, expected=set(resource_ids),
             deadline=self.clock() + timedelta(seconds=within_s),
+            reporter=self._bound.get(run_id),
         )
         self._refresh(run_id, self.clock())
 
-    def _verify_release(self, run_id: str, beat: AgentHeartbeat) -> None:
+    def _verify_release(self, run_id: str, beat: AgentHeartbeat,
+                        reporter: Reporter | None) -> None:
         check = self.release_checks.get(run_id)
         if check is None:
             return
+        if check.reporter is not None and (
+            reporter is None or reporter.token_id != check.reporter.token_id
+        ):
+            return  # only the worker that held the resources can say it released them
         released = {r.id for r in beat.resources or [] if r.state == "released"}
         stopped = beat.phase in ("paused", "cancelled", "completed", "failed")
         if stopped and check.expected <= released:

@@ -117,6 +117,7 @@ class Journal:
                 f"another gateway is running on {path} (use another IRQ_HOME or stop it)"
             ) from None
         self._lock = threading.Lock()
+        _private_files(path)  # before SQLite creates anything: it copies the db's mode
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -260,6 +261,22 @@ class Journal:
                 )
             )
         return out
+
+
+def _private_files(path: Path) -> None:
+    """The journal holds reasons, decision payloads and the audit: owner-only.
+
+    The database file is created 0600 here (``os.open`` with that mode, so there is no moment
+    when it is readable by others); SQLite creates ``-wal`` and ``-shm`` with the database
+    file's mode. A journal left world-readable by an older version is tightened."""
+    fd = os.open(str(path), os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    for name in (str(path), f"{path}-wal", f"{path}-shm", f"{path}.lock"):
+        try:
+            if os.stat(name).st_mode & 0o077:
+                os.chmod(name, 0o600)
+        except FileNotFoundError:
+            continue
 
 
 def _command_row(d: dict[str, Any]) -> CommandRow:

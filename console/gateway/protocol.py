@@ -8,6 +8,7 @@ stable ``code``; the server answers every such error with an error frame and sta
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -17,7 +18,14 @@ from console.model import Action, DecisionKind, Resource
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1 << 20  # 1 MiB
-MAX_TARGETS = 1000
+MAX_TARGETS = 1000  # targets of one command, plan query or focus frame
+MAX_REASON_CHARS = 2000  # a command's reason
+MAX_DEPTH = 64  # nesting of arrays/objects in one frame
+MAX_BEAT_BYTES = 64 * 1024  # one heartbeat frame (details, resources) on the agent channel
+MAX_RESOURCES = 64  # resources reported by one heartbeat
+MAX_SEQ = 2**53  # a heartbeat's seq (epoch milliseconds fit many times over)
+MAX_INTERVAL_S = 3600.0  # a heartbeat's announced cadence
+MAX_TIMEOUT_S = 86_400.0  # a heartbeat's announced timeout
 
 
 class FrameError(Exception):
@@ -57,8 +65,9 @@ class Command(_Msg):
     type: Literal["command"]
     id: str = Field(min_length=1, max_length=128)  # client-chosen idempotency key
     action: Action
-    targets: list[str] = Field(min_length=1, max_length=MAX_TARGETS)
-    reason: str = Field(default="", max_length=2000)
+    targets: list[Annotated[str, Field(max_length=1024)]] = Field(
+        min_length=1, max_length=MAX_TARGETS)
+    reason: str = Field(default="", max_length=MAX_REASON_CHARS)
     dry_run: bool = False
     decision: DecisionBody | None = None
 
@@ -66,7 +75,7 @@ class Command(_Msg):
 class Query(_Msg):
     type: Literal["query"]
     id: str = Field(min_length=1, max_length=128)
-    what: Literal["run", "audit", "plan", "capabilities", "snapshot"]
+    what: Literal["run", "audit", "plan", "capabilities", "snapshot", "stats"]
     run_id: str | None = None
     action: Action | None = None
     targets: list[str] | None = Field(default=None, max_length=MAX_TARGETS)
@@ -98,14 +107,16 @@ class AgentHeartbeat(_Msg):
     backend: str = Field(min_length=1, max_length=32)
     context: str | None = Field(default=None, max_length=128)
     native_id: str = Field(min_length=1, max_length=512)
-    seq: int = 0
+    seq: int = Field(default=0, ge=0, le=MAX_SEQ)
     at: datetime | None = None
-    progress: float | None = None
+    progress: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     details: dict[str, Any] = Field(default_factory=dict)
-    resources: list[Resource] | None = None
-    interval_s: float | None = Field(default=None, gt=0)
-    timeout_s: float | None = Field(default=None, gt=0)
-    in_flight_step: str | None = None
+    resources: list[Resource] | None = Field(default=None, max_length=MAX_RESOURCES)
+    interval_s: float | None = Field(default=None, gt=0, le=MAX_INTERVAL_S,
+                                     allow_inf_nan=False)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S,
+                                    allow_inf_nan=False)
+    in_flight_step: str | None = Field(default=None, max_length=512)
     phase: Literal["running", "waiting", "paused", "cancelled", "completed", "failed"] = (
         "running"
     )
@@ -113,6 +124,43 @@ class AgentHeartbeat(_Msg):
 
 AgentFrame = Annotated[Hello | AgentHeartbeat | Ping, Field(discriminator="type")]
 _agent_adapter: TypeAdapter[Any] = TypeAdapter(AgentFrame)
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NonFinite(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(f"{text[:20]}… is not a finite number")
+    return value
+
+
+def _too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
+    """Does ``data`` nest arrays/objects more than ``limit`` levels? (iterative: no recursion)"""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
+    return False
+
+
+def decode_json(text: str | bytes) -> Any:
+    """Strict JSON: no NaN/Infinity literals, no number that overflows to infinity.
+
+    Raises ``ValueError`` (a huge integer raises it too: Python refuses to convert more than
+    4,300 digits) or ``RecursionError`` (absurd nesting)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 
 def _decode(raw: str | bytes, max_bytes: int) -> dict[str, Any]:
@@ -124,13 +172,22 @@ def _decode(raw: str | bytes, max_bytes: int) -> dict[str, Any]:
         except UnicodeDecodeError as exc:
             raise FrameError("malformed", "frame is not UTF-8") from exc
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise FrameError("malformed", f"frame is not JSON: {exc}") from exc
+        data = decode_json(raw)
+    except RecursionError:
+        raise FrameError("malformed", f"frame nests deeper than {MAX_DEPTH} levels") from None
+    except _NonFinite as exc:
+        raise FrameError("malformed", f"frame is not strict JSON: {exc}") from None
+    except ValueError as exc:  # JSONDecodeError, and int() of more than 4,300 digits
+        text = str(exc)
+        if "digits" in text and not isinstance(exc, json.JSONDecodeError):
+            text = "an integer has too many digits"
+        raise FrameError("malformed", f"frame is not JSON: {text[:200]}") from None
     if not isinstance(data, dict):
         raise FrameError("malformed", "frame must be a JSON object")
     if "type" not in data or not isinstance(data["type"], str):
         raise FrameError("malformed", "frame has no string 'type'")
+    if raw.count("[") + raw.count("{") > MAX_DEPTH and _too_deep(data):
+        raise FrameError("malformed", f"frame nests deeper than {MAX_DEPTH} levels", _ref(data))
     return data
 
 
@@ -154,11 +211,31 @@ def _validate(adapter: TypeAdapter[Any], data: dict[str, Any], known: set[str]) 
         raise FrameError("malformed", "frame nests too deeply", _ref(data)) from None
 
 
+def _check_caps(data: dict[str, Any]) -> None:
+    """Caps with a message that names them (pydantic's own would only say 'too long')."""
+    targets = data.get("targets")
+    if isinstance(targets, list) and len(targets) > MAX_TARGETS:
+        raise FrameError(
+            "invalid", f"targets: at most {MAX_TARGETS} per {data['type']} (got {len(targets)});"
+            " split the work or select by filter", _ref(data))
+    run_ids = data.get("run_ids")
+    if isinstance(run_ids, list) and len(run_ids) > MAX_TARGETS:
+        raise FrameError("invalid", f"run_ids: at most {MAX_TARGETS} (got {len(run_ids)})",
+                         _ref(data))
+    reason = data.get("reason")
+    if isinstance(reason, str) and len(reason) > MAX_REASON_CHARS:
+        raise FrameError(
+            "invalid", f"reason: at most {MAX_REASON_CHARS} characters (got {len(reason)})",
+            _ref(data))
+
+
 def parse_client_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
 ) -> Hello | Command | Query | Focus | Ping:
     data = _decode(raw, max_bytes)
-    msg = _validate(_client_adapter, data, {"hello", "command", "query", "focus", "ping"})
+    _check_caps(data)
+    msg: Hello | Command | Query | Focus | Ping = _validate(
+        _client_adapter, data, {"hello", "command", "query", "focus", "ping"})
     if isinstance(msg, Command):
         if msg.action is Action.DECIDE and (msg.decision is None or len(msg.targets) != 1):
             raise FrameError(
@@ -172,7 +249,13 @@ def parse_client_frame(
 def parse_agent_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
 ) -> Hello | AgentHeartbeat | Ping:
-    return _validate(_agent_adapter, _decode(raw, max_bytes), {"hello", "heartbeat", "ping"})
+    data = _decode(raw, max_bytes)
+    if data["type"] == "heartbeat" and len(raw) > MAX_BEAT_BYTES:
+        raise FrameError("too_large", f"a heartbeat frame may have at most {MAX_BEAT_BYTES}"
+                         f" bytes (got {len(raw)})", _ref(data))
+    msg: Hello | AgentHeartbeat | Ping = _validate(_agent_adapter, data,
+                                                  {"hello", "heartbeat", "ping"})
+    return msg
 
 
 # ------------------------------------------------------------------ gateway -> client
@@ -183,4 +266,18 @@ def error_frame(code: str, message: str, ref: str | None = None) -> str:
 
 
 def dumps(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, separators=(",", ":"), default=str)
+    """Strict JSON out: a non-finite float (from a backend) becomes null, never ``NaN``."""
+    try:
+        return json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(obj), separators=(",", ":"), default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

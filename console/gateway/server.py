@@ -1,8 +1,9 @@
 """The gateway process: adapters, hub, journal and the websockets server (``irq serve``).
 
 Paths: ``/`` for clients (viewer, operator, admin), ``/agent`` for instrumented agents pushing
-heartbeats (agent, operator, admin), ``/healthz`` answers plain HTTP 200. The bearer token is
-checked at the handshake: a missing or unknown token gets HTTP 401, a wrong role 403.
+heartbeats (agent tokens only), ``/healthz`` answers plain HTTP 200. The bearer token is
+checked at the handshake: a missing or unknown token gets HTTP 401, a wrong role 403; both are
+logged (rate-limited) with the peer. Trust rules and budgets: SECURITY.md.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import contextlib
 import logging
 import signal
 import ssl
+import time
+from collections import Counter
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,8 +22,10 @@ from urllib.parse import urlsplit
 from backend_adapters.base import Backend, BackendError
 from backend_adapters.registry import BackendURLError, open_backend, parse_backend_url
 from console.gateway.auth import Principal, TokenStore, bearer_token, tokens_path
+from console.gateway.beat_checks import check_beat
+from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.commands import CommandExecutor
-from console.gateway.hub import Hub, Subscriber
+from console.gateway.hub import Hub, Reporter, Subscriber
 from console.gateway.journal import Journal, JournalPauseLedger
 from console.gateway.protocol import (
     PROTOCOL_VERSION,
@@ -30,19 +35,48 @@ from console.gateway.protocol import (
     Hello,
     Ping,
     Query,
+    decode_json,
     dumps,
     error_frame,
     parse_agent_frame,
     parse_client_frame,
 )
+from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
-from console.model import BackendHealth, Role, Run, utcnow
+from console.model import AuditEntry, BackendHealth, Role, Run, utcnow
 
 log = logging.getLogger("irq.gateway")
 
 SERVER_NAME = "irq-gateway/0.1"
 HARD_FRAME_LIMIT = 16 * 1024 * 1024  # beyond this websockets closes with 1009
-HELLO_TIMEOUT_S = 10.0
+HELLO_TIMEOUT_S = 10.0  # on / and on /agent
+HANDSHAKE_LOG_INTERVAL_S = 10.0  # refused handshakes: one log line per peer and reason
+
+
+class HandshakeLog:
+    """Logs refused handshakes with peer and reason, at most one line per (peer, status,
+    reason) per interval, with the count of the ones it held back."""
+
+    def __init__(self, interval_s: float = HANDSHAKE_LOG_INTERVAL_S, max_keys: int = 4096,
+                 clock: Any = time.monotonic) -> None:
+        self.interval_s, self.max_keys, self.clock = interval_s, max_keys, clock
+        self._last: dict[tuple[str, int, str], tuple[float, int]] = {}
+        self.refused = 0
+
+    def refused_handshake(self, peer: str, status: int, reason: str, path: str) -> None:
+        self.refused += 1
+        key = (peer, status, reason)
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last[0] < self.interval_s:
+            self._last[key] = (last[0], last[1] + 1)
+            return
+        held = last[1] if last is not None else 0
+        if len(self._last) >= self.max_keys:
+            self._last.clear()
+        self._last[key] = (now, 0)
+        log.warning("refused handshake from %s on %s: HTTP %d %s%s", peer, path, status, reason,
+                    f" ({held} more like it in the last {self.interval_s:g} s)" if held else "")
 
 
 class Gateway:
@@ -67,6 +101,16 @@ class Gateway:
                                               error="connecting"))
         self.executor = CommandExecutor(self.hub, self.journal, self.backends,
                                         release_verify_s=settings.release_verify_s)
+        self.refusals = RefusalLedger(self._audit_refusal,
+                                      interval_s=settings.refusal_interval_s)
+        self.executor.refusals = self.refusals
+        self.handshakes = HandshakeLog()
+        self.counters: Counter[str] = Counter()
+        self._agent_budget = IdentityBuckets(settings.agent_identity_frames_per_s,
+                                             settings.agent_identity_frames_burst)
+        self._command_budget = IdentityBuckets(settings.commands_per_s,
+                                               settings.commands_burst)
+        self._unscoped_warned: set[str] = set()
         self._tasks: list[asyncio.Task[Any]] = []
         self._server: Any = None
         self._polled: dict[str, asyncio.Event] = {k: asyncio.Event() for k in self.backends}
@@ -93,6 +137,8 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self._every(
             self.settings.heartbeat_coalesce_s, self.hub.flush_heartbeats)))
         self._tasks.append(asyncio.create_task(self._every(1.0, self.hub.tick)))
+        self._tasks.append(asyncio.create_task(self._every(
+            min(5.0, self.settings.refusal_interval_s), self.refusals.flush)))
         self._tasks.append(asyncio.create_task(self._recovery_loop()))
         log.info("irq gateway listening on %s://%s:%d (%d backends)", self.settings.scheme,
                  self.settings.host, self.port, len(self.backends))
@@ -103,6 +149,8 @@ class Gateway:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        with contextlib.suppress(Exception):
+            self.refusals.flush(force=True)
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -183,13 +231,33 @@ class Gateway:
             return connection.respond(HTTPStatus.NOT_FOUND, "unknown path\n")
         principal = self._principal(request)
         if principal is None:
-            return connection.respond(HTTPStatus.UNAUTHORIZED,
-                                      "missing or unknown token (irq token create --role R)\n")
-        if path == "/agent" and principal.role is Role.VIEWER:
-            return connection.respond(HTTPStatus.FORBIDDEN, "a viewer token cannot push\n")
+            given = request.headers.get("Authorization")
+            return self._refuse(connection, path, HTTPStatus.UNAUTHORIZED,
+                                "unknown token" if given else "no token",
+                                "missing or unknown token (irq token create --role R)\n")
+        if path == "/agent" and principal.role is not Role.AGENT:
+            return self._refuse(
+                connection, path, HTTPStatus.FORBIDDEN,
+                f"role {principal.role.value} ({principal.identity}) on /agent",
+                "only agent tokens push heartbeats (irq token create --role agent --scope "
+                "BACKEND:CONTEXT); operators act through commands on /\n")
         if path == "/" and principal.role is Role.AGENT:
-            return connection.respond(HTTPStatus.FORBIDDEN, "an agent token cannot connect here\n")
+            return self._refuse(connection, path, HTTPStatus.FORBIDDEN,
+                                f"agent token ({principal.identity}) on /",
+                                "an agent token cannot connect here\n")
         return None
+
+    def _refuse(self, connection: Any, path: str, status: HTTPStatus, reason: str,
+                body: str) -> Any:
+        peer = connection.remote_address
+        host = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
+        self.counters[f"handshake_{status.value}"] += 1
+        self.handshakes.refused_handshake(host, status.value, reason, path)
+        return connection.respond(status, body)
+
+    def _audit_refusal(self, entry: AuditEntry) -> None:
+        self.journal.audit(entry)
+        self.hub.publish("audit", entry.contract())
 
     async def _handle(self, ws: Any) -> None:
         principal = self._principal(ws.request)
@@ -198,7 +266,7 @@ class Gateway:
             return
         try:
             if urlsplit(ws.request.path).path == "/agent":
-                await self._agent_session(ws)
+                await self._agent_session(ws, principal)
             else:
                 await self._client_session(ws, principal)
         except Exception as exc:
@@ -234,19 +302,33 @@ class Gateway:
             sub = Subscriber(wake=wake.set)
             self.hub.subscribers.add(sub)  # same tick as the snapshot: no event falls between
         tasks: set[asyncio.Task[None]] = set()
+        budget = TokenBucket(self.settings.client_frames_per_s, self.settings.client_frames_burst)
+        slots = asyncio.Semaphore(self.settings.client_inflight)
         try:
             await ws.send(dumps(first))
             if sub is not None:
                 flusher = asyncio.create_task(self._flush(ws, sub, wake))
             async for raw in ws:
+                if not budget.take():
+                    self.counters["client_rate_limited"] += 1
+                    self.refusals.refuse(
+                        identity=who.identity, role=who.role.value, action="frame", target="",
+                        code="rate_limited", detail=f"more than {budget.rate:g} frames/s on one "
+                        "connection")
+                    await ws.send(error_frame(
+                        "rate_limited", f"over {budget.rate:g} frames/s (burst "
+                        f"{budget.burst:g}) on this connection; slow down", _frame_id(raw)))
+                    continue
                 try:
                     msg = parse_client_frame(raw, self.settings.max_frame_bytes)
                 except FrameError as exc:
                     await ws.send(error_frame(exc.code, exc.message, exc.ref))
                     continue
+                await slots.acquire()  # at most client_inflight answers at once: backpressure
                 task = asyncio.create_task(self._client_message(ws, who, msg))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+                task.add_done_callback(lambda _t: slots.release())
         finally:
             if sub is not None:
                 self.hub.subscribers.discard(sub)
@@ -294,6 +376,17 @@ class Gateway:
 
     async def _client_message(self, ws: Any, who: Principal, msg: Any) -> None:
         try:
+            if isinstance(msg, Command) and not self._command_budget.take(who.identity):
+                self.counters["commands_rate_limited"] += 1
+                self.refusals.refuse(
+                    identity=who.identity, role=who.role.value, action=msg.action.value,
+                    target=msg.targets[0], code="rate_limited", reason=msg.reason,
+                    items=len(msg.targets), command_id=msg.id,
+                    detail=f"more than {self.settings.commands_per_s:g} commands/s")
+                raise FrameError(
+                    "rate_limited", f"over {self.settings.commands_per_s:g} commands/s (burst "
+                    f"{self.settings.commands_burst:g}) for {who.identity}; nothing was done",
+                    msg.id)
             if isinstance(msg, Command):
                 results = await self.executor.execute(msg, who)
                 await ws.send(dumps({"type": "result", "id": msg.id,
@@ -333,6 +426,8 @@ class Gateway:
             return self.hub.snapshot(now)
         if q.what == "capabilities":
             return {k: b.capabilities().contract() for k, b in self.backends.items()}
+        if q.what == "stats":
+            return self.stats()
         if q.what == "audit":
             entries = self.journal.audit_entries(limit=q.limit, target_prefix=q.target_prefix)
             return [e.contract() for e in entries]
@@ -382,20 +477,73 @@ class Gateway:
         data["errors"] = errors
         return data
 
+    def stats(self) -> dict[str, Any]:
+        """Counters of what the gateway refused, dropped and holds (``query what=stats``)."""
+        return {
+            "refused": dict(self.refusals.total),
+            "refusal_audit_rows": self.refusals.audited,
+            "counters": dict(self.counters),
+            "handshakes_refused": self.handshakes.refused,
+            "unknown_beats": {"runs": len(self.hub.unknown), "bytes": self.hub.unknown.bytes,
+                              "evicted": self.hub.unknown.evicted,
+                              "max_runs": self.hub.unknown.max_runs,
+                              "max_bytes": self.hub.unknown.max_bytes},
+            "stale_beats": self.hub.stale_beats,
+            "takeovers": self.hub.takeovers,
+            "runs": len(self.hub.runs),
+        }
+
     # ------------------------------------------------------------------ agent sessions
 
-    async def _agent_session(self, ws: Any) -> None:
+    async def _agent_session(self, ws: Any, who: Principal) -> None:
+        hello = await self._await_hello(ws, parse_agent_frame)
+        if hello is None:
+            return
+        if who.scopes is None and who.identity not in self._unscoped_warned:
+            self._unscoped_warned.add(who.identity)
+            log.warning("agent token %r has no scope: it may report for any run of this "
+                        "gateway (each run stays bound to the first token that reported it); "
+                        "replace it with `irq token create --role agent --scope "
+                        "BACKEND:CONTEXT[/PREFIX]`", who.identity)
+        reporter = Reporter(who.token_id, who.identity)
+        budget = TokenBucket(self.settings.agent_frames_per_s, self.settings.agent_frames_burst)
+        told_limited = 0.0
         async for raw in ws:
+            if not (budget.take() and self._agent_budget.take(who.token_id)):
+                self.counters["agent_rate_limited"] += 1
+                self.refusals.refuse(identity=who.identity, role=who.role.value,
+                                     action="heartbeat", target="", code="rate_limited",
+                                     detail="over the agent frame budget")
+                if time.monotonic() - told_limited >= 1.0:  # one error frame a second
+                    told_limited = time.monotonic()
+                    await ws.send(error_frame(
+                        "rate_limited", f"over {budget.rate:g} frames/s per connection or "
+                        f"{self.settings.agent_identity_frames_per_s:g} per token; frames are "
+                        "being dropped"))
+                continue
+            target = ""
             try:
                 msg = parse_agent_frame(raw, self.settings.max_frame_bytes)
                 if isinstance(msg, AgentHeartbeat):
-                    self.hub.agent_heartbeat(self._agent_run_id(msg), msg)
+                    key = self._agent_backend_key(msg)
+                    target = f"{key}/{msg.native_id}"
+                    beat = check_beat(msg, who, key, self.hub.clock())
+                    self.hub.agent_heartbeat(target, beat, reporter, len(raw))
                 elif isinstance(msg, Ping):
                     await ws.send(dumps({"type": "pong", "id": msg.id}))
+                else:
+                    raise FrameError("invalid", "hello was already received")
             except FrameError as exc:
+                self.counters[f"agent_{exc.code}"] += 1
+                self.refusals.refuse(identity=who.identity, role=who.role.value,
+                                     action="heartbeat", target=target, code=exc.code,
+                                     detail=exc.message)
                 await ws.send(error_frame(exc.code, exc.message, exc.ref))
 
     def _agent_run_id(self, beat: AgentHeartbeat) -> str:
+        return f"{self._agent_backend_key(beat)}/{beat.native_id}"
+
+    def _agent_backend_key(self, beat: AgentHeartbeat) -> str:
         if beat.context:
             key = f"{beat.backend}:{beat.context}"
             if key not in self.backends:
@@ -407,7 +555,19 @@ class Gateway:
                     "unknown_backend",
                     f"{len(keys)} {beat.backend} contexts here; set 'context' in the heartbeat")
             key = keys[0]
-        return f"{key}/{beat.native_id}"
+        return key
+
+
+def _frame_id(raw: str | bytes) -> str | None:
+    """The ``id`` of a frame refused before parsing, when it is cheap to find."""
+    if len(raw) > 4096:
+        return None
+    try:
+        data = decode_json(raw)
+    except (ValueError, RecursionError):
+        return None
+    ref = data.get("id") if isinstance(data, dict) else None
+    return ref if isinstance(ref, str) and len(ref) <= 128 else None
 
 
 async def run_gateway(settings: GatewaySettings, *, ready: asyncio.Event | None = None) -> None:

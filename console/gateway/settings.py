@@ -22,6 +22,17 @@ class GatewaySettings:
     heartbeat_coalesce_s: float = 0.25  # heartbeat flood -> one run event per run per window
     release_verify_s: float = 15.0  # after pause/cancel, wait this long for the agent's report
     event_log_size: int = 100_000  # events kept for resuming clients
+    # budgets (token buckets: a sustained rate per second and a burst); see SECURITY.md
+    agent_frames_per_s: float = 5_000.0  # per /agent connection
+    agent_frames_burst: float = 10_000.0
+    agent_identity_frames_per_s: float = 10_000.0  # per agent token, all its connections
+    agent_identity_frames_burst: float = 20_000.0
+    client_frames_per_s: float = 100.0  # per / connection (queries, pings, focus, commands)
+    client_frames_burst: float = 500.0
+    commands_per_s: float = 10.0  # per identity, all its connections
+    commands_burst: float = 100.0
+    client_inflight: int = 32  # requests of one connection being answered at once
+    refusal_interval_s: float = 60.0  # refusals of one identity: the first, then one summary
 
     @property
     def journal_path(self) -> Path:
