@@ -24,9 +24,10 @@ async def test_down_and_hung_server_degrade_then_recover(own_temporal_server) ->
         # hung: the process is alive and holds its sockets but answers nothing
         server.freeze()
         started = time.monotonic()
-        with pytest.raises(Unreachable, match="did not answer"):
-            await backend.observe()
-        assert time.monotonic() - started < 4.5  # bounded by the 1 s deadline (default: 5 s)
+        with pytest.raises(Unreachable, match=r"did not answer \w+ within 1s"):
+            await backend.observe()  # the URL's 1 s deadline, not the 5 s default
+        # bounded (a generous bound for a loaded machine; how fast is a benchmark's figure)
+        assert time.monotonic() - started < 30.0
         with pytest.raises(Unreachable):
             await backend.get_run("idle-1")
         server.thaw()
@@ -36,11 +37,13 @@ async def test_down_and_hung_server_degrade_then_recover(own_temporal_server) ->
         # down: connection refused, fast
         server.stop()
         started = time.monotonic()
-        with pytest.raises(Unreachable, match="unreachable"):
+        with pytest.raises(Unreachable, match="unreachable") as refused:
             await backend.observe()
-        with pytest.raises(Unreachable):
+        assert "did not answer" not in str(refused.value)  # refused at once, not a timeout
+        with pytest.raises(Unreachable) as refused:
             await backend.pause("idle-1", reason="x", identity="y")
-        assert time.monotonic() - started < 4.5
+        assert "did not answer" not in str(refused.value)
+        assert time.monotonic() - started < 30.0  # generous: bounded, not a speed claim
 
         # back (same ports, same database): the same adapter recovers without a restart
         server.start()
