@@ -2,14 +2,17 @@
 
 ``KIND+SCHEME://...`` names one backend context:
 
-- ``dbos+sqlite:///var/lib/agents/sys.db``, ``dbos+postgresql://user:pw@host/db``
+- ``dbos+sqlite:///var/lib/agents/sys.db``, ``dbos+postgresql://user@host/db?password_env=PGPASS``
 - ``temporal+http://127.0.0.1:7243/default`` (namespace as path; ``temporal+https`` for TLS)
 - ``langgraph+http://127.0.0.1:2024``
 - ``restate+http://127.0.0.1:9070?ingress=http://127.0.0.1:8080``
 
 Query parameters common to all: ``context`` (the context name in run ids, default ``local``),
 ``poll`` (seconds between polls). Anything else is passed to the adapter in ``params``.
-Adapters are imported lazily so a missing extra only matters for the backend that needs it.
+Secrets are named, not written: ``<name>_env=VAR`` / ``<name>_file=PATH`` and
+``header_env=``/``header_file=``, read by the adapter (backend_adapters/url_secrets.py), so
+no password has to be on a command line. Adapters are imported lazily so a missing extra
+only matters for the backend that needs it.
 """
 
 from __future__ import annotations

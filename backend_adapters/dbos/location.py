@@ -5,15 +5,21 @@ SQLite URLs are ambiguous in practice: SQLAlchemy reads ``sqlite:///rel.db`` as 
 for an absolute path. irq accepts both: four slashes are absolute; with three, an existing
 absolute file wins over an existing relative one. The file must exist: a DBOS client would
 silently create an empty database file otherwise.
+
+A PostgreSQL password need not be in the URL (where ``ps`` and ``config.toml`` show it):
+``dbos+postgresql://irq@db/dbos?password_env=PGPASS`` reads it from the environment variable,
+``?password_file=/run/secrets/pg`` from a file (backend_adapters/url_secrets.py). libpq's own
+``PGPASSWORD`` and ``~/.pgpass`` (``passfile=``) work as well.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from backend_adapters.base import Unreachable
+from backend_adapters.base import BackendURLError, Unreachable
+from backend_adapters.url_secrets import take_secret
 
 #: query parameters the DBOS adapter reads itself (never passed on to the database URL)
 ADAPTER_PARAMS = frozenset({"lookback_s", "finished_limit", "call_timeout_s", "rescan_s"})
@@ -21,7 +27,7 @@ ADAPTER_PARAMS = frozenset({"lookback_s", "finished_limit", "call_timeout_s", "r
 
 @dataclass(frozen=True)
 class DatabaseLocation:
-    url: str  # what DBOSClient gets (may hold credentials)
+    url: str = field(repr=False)  # what DBOSClient gets (may hold credentials)
     display: str  # without credentials
     sqlite_path: Path | None = None
 
@@ -59,6 +65,10 @@ def locate(raw: str, target: str, params: dict[str, str]) -> DatabaseLocation:
     """
     source = raw.split("+", 1)[1] if raw.startswith("dbos+") else (raw or target)
     scheme = source.split(":", 1)[0].lower()
+    params = dict(params)
+    password = take_secret(params, "password")  # password_env= / password_file=
+    if password is not None and not scheme.startswith("postgres"):
+        raise BackendURLError("password_env= and password_file= are for PostgreSQL URLs")
     if scheme == "sqlite":
         candidates = sqlite_candidates(source)
         if not candidates:
@@ -70,8 +80,21 @@ def locate(raw: str, target: str, params: dict[str, str]) -> DatabaseLocation:
     if scheme.startswith("postgres"):
         parts = urlsplit(target)
         query = {k: v for k, v in params.items() if k not in ADAPTER_PARAMS}
-        url = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
         netloc = parts.netloc.rsplit("@", 1)[-1]
+        credentials = parts.netloc
+        if password is not None:
+            user = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
+            if ":" in user:
+                raise BackendURLError(
+                    "the URL has a password and names one with password_env=/password_file="
+                )
+            if not user:
+                raise BackendURLError(
+                    "password_env=/password_file= need a user in the URL: "
+                    "dbos+postgresql://USER@host/db?password_env=VAR"
+                )
+            credentials = f"{user}:{quote(password, safe='')}@{netloc}"
+        url = urlunsplit((parts.scheme, credentials, parts.path, urlencode(query), ""))
         return DatabaseLocation(
             url=url, display=urlunsplit((parts.scheme, netloc, parts.path, "", ""))
         )

@@ -169,6 +169,7 @@ class TemporalBackend:
                 self.config.base_url,
                 self.config.namespace,
                 api_key=self.config.api_key,
+                headers=self.config.headers,
                 verify=self.config.verify,
                 timeout_s=self.config.timeout_s,
             )

@@ -9,8 +9,11 @@ parameter          meaning                                                     d
 =================  ==========================================================  ==========
 ``rps``            request budget: requests per second sent to Temporal         20
 ``timeout``        deadline of one HTTP call, seconds                           5
-``api_key``        bearer token / API key (or ``api_key_env=VAR``, or the       none
-                   URL password ``https://:KEY@host/ns``)
+``api_key_env``    environment variable holding the bearer token / API key      none
+``api_key_file``   file holding it (``api_key=KEY`` and the URL password
+                   ``https://:KEY@host/ns`` work too, but ``ps`` shows them)
+``header_env``     extra HTTP headers from variables: ``Name:VAR,Name2:VAR2``   none
+``header_file``    extra HTTP headers from files: ``Name:PATH``                 none
 ``tls``            ``true`` forces https with a ``temporal+http`` URL           false
 ``ca``             CA bundle path for TLS verification                          system
 ``tls_verify``     ``false`` disables certificate verification                  true
@@ -27,11 +30,11 @@ parameter          meaning                                                     d
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from backend_adapters.base import BackendURL, BackendURLError
+from backend_adapters.url_secrets import take_headers, take_secret
 
 DEFAULT_POLL_S = 2.0
 
@@ -46,7 +49,9 @@ class TemporalConfig:
     namespace: str
     context: str = "local"
     display_url: str = ""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    #: extra HTTP headers (``header_env=``/``header_file=``): secrets, never shown
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     verify: bool | str = True
     rps: float = 20.0
     poll_interval_s: float = DEFAULT_POLL_S
@@ -80,9 +85,14 @@ class TemporalConfig:
         if "/" in namespace:
             raise BackendURLError(f"temporal namespace (the URL path) has a '/': {namespace!r}")
         api_key = params.pop("api_key", None) or (unquote(parts.password or "") or None)
-        key_env = params.pop("api_key_env", None)
-        if key_env:
-            api_key = os.environ.get(key_env) or api_key
+        key_named = take_secret(params, "api_key")  # api_key_env= / api_key_file=
+        if key_named is not None:
+            if api_key is not None:
+                raise BackendURLError(
+                    "temporal URL: an API key in the URL and api_key_env=/api_key_file="
+                )
+            api_key = key_named
+        headers = tuple(take_headers(params).items())
         verify: bool | str = True
         if "ca" in params:
             verify = params.pop("ca")
@@ -107,6 +117,7 @@ class TemporalConfig:
             context=parsed.context,
             display_url=f"{scheme}://{netloc}/{namespace}",
             api_key=api_key,
+            headers=headers,
             verify=verify,
             rps=number("rps", 20.0, 0.1),
             poll_interval_s=parsed.poll_s or DEFAULT_POLL_S,

@@ -76,16 +76,17 @@ class TemporalHttp:
         verify: bool | str = True,
         timeout_s: float = 5.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.namespace = namespace
         self.timeout_s = timeout_s
-        headers = {"Accept": "application/json"}
+        sent = {"Accept": "application/json", **dict(headers)}  # headers: from header_env=
         if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
+            sent["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
-            headers=headers,
+            headers=sent,
             verify=verify,
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
