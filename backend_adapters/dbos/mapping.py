@@ -22,7 +22,15 @@ from backend_adapters.dbos.conventions import (
     ATTR_RUN,
     ATTR_STEP,
 )
-from console.model import DecisionKind, Interrupt, JournalStep, Resource, Run, RunState
+from console.model import (
+    Action,
+    DecisionKind,
+    Interrupt,
+    JournalStep,
+    Resource,
+    Run,
+    RunState,
+)
 
 BACKEND = "dbos"
 
@@ -195,8 +203,22 @@ def run_from_status(
         heartbeat_expected=native not in ("ENQUEUED", "DELAYED"),
         app_version=app_version if isinstance(app_version, str) and app_version else None,
         version_pinned=version_pinned(app_version),
+        action_notes=_action_notes(app_version),
         details=details,
     )
+
+
+def _action_notes(app_version: Any) -> dict[Action, list[str]]:
+    """What resume means on DBOS for this run's version (dbos.md §4: resume_workflow re-queues
+    it on its own application version; an executor of another version never dequeues it)."""
+    if not isinstance(app_version, str) or not app_version:
+        return {}
+    return {
+        Action.RESUME: [
+            f"DBOS re-queues it on application version {app_version}: only an executor "
+            "running that version picks it up"
+        ]
+    }
 
 
 def _iso(at: datetime | None) -> str | None:

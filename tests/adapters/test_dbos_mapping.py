@@ -198,6 +198,12 @@ def test_application_version_derived_from_the_code_is_not_pinned():
     run = run_from_status(status, context="local", paused=False)
     assert run.app_version == "243a69f0321aff8d5f32d4504992cc29"
     assert run.version_pinned is False and run.heartbeat_expected
+    # resume's plan names the version the run is bound to (dbos.md §4)
+    from console.model import Action
+
+    assert "application version 243a69f0321aff8d5f32d4504992cc29" in (
+        run.action_notes[Action.RESUME][0]
+    )
     queued = run_from_status(SimpleNamespace(**{**vars(status), "status": "ENQUEUED"}),
                              context="local", paused=False)
     assert queued.heartbeat_expected is False
