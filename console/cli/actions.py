@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.completion import complete_run_ids
 from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
@@ -51,6 +52,7 @@ RunsArgument = Annotated[
         help="Run ids, native ids, or unambiguous prefixes of them.",
         show_default=False,
         metavar="RUN...",
+        autocompletion=complete_run_ids,
     ),
 ]
 ReasonOption = Annotated[

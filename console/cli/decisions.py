@@ -27,6 +27,7 @@ from console.cli.actions import (
     ask_or_stop,
     refuse_unconfirmable,
 )
+from console.cli.completion import complete_pending_interrupt_ids
 from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
@@ -61,6 +62,7 @@ InterruptArgument = Annotated[
         help="Interrupt id (RUN_ID#INTERRUPT_ID), its native id, or an unambiguous prefix.",
         show_default=False,
         metavar="INTERRUPT",
+        autocompletion=complete_pending_interrupt_ids,
     ),
 ]
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.completion import complete_run_ids
 from console.cli.exits import ExitCode, fail, fail_from_error
 from console.cli.output import (
     OutputFormat,
@@ -178,7 +179,11 @@ def show_command(
     ctx: typer.Context,
     run: Annotated[
         str,
-        typer.Argument(help="Run id, native id, or an unambiguous prefix.", metavar="RUN"),
+        typer.Argument(
+            help="Run id, native id, or an unambiguous prefix.",
+            metavar="RUN",
+            autocompletion=complete_run_ids,
+        ),
     ],
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
@@ -338,7 +343,8 @@ def _render_run(data: dict[str, Any]) -> None:
 def inbox_command(
     ctx: typer.Context,
     run: Annotated[
-        str | None, typer.Option("--run", help="Only interrupts of this run.")
+        str | None,
+        typer.Option("--run", help="Only interrupts of this run.", autocompletion=complete_run_ids),
     ] = None,
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help="Include decided and withdrawn interrupts.")
