@@ -32,7 +32,7 @@ from console.model import Decision, DecisionKind, Interrupt
 DEFAULT_DRAFT: type[Validator] = Draft202012Validator
 
 #: validator_for's answer for a ``$schema`` it does not know (never used to validate)
-_NO_DRAFT: type[Validator] = type("NoDraft", (), {})  # type: ignore[assignment]
+_NO_DRAFT: type[Validator] = type("NoDraft", (), {})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -79,6 +79,7 @@ def schema_validator(schema: object) -> Validator | DecisionProblem:
     cls = _draft_of(schema)
     if isinstance(cls, DecisionProblem):
         return cls
+    schema = dict(schema)
     try:
         cls.check_schema(schema)
     except exceptions.SchemaError as exc:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from dbos import DBOSClient, WorkflowStatus
 from dbos._error import DBOSNonExistentWorkflowError  # only exported from the private module
@@ -68,7 +68,13 @@ from console.model import (
 
 T = TypeVar("T")
 
-_LIST = {"load_input": False, "load_output": False}
+
+class _ListOptions(TypedDict):
+    load_input: bool
+    load_output: bool
+
+
+_LIST: _ListOptions = {"load_input": False, "load_output": False}
 #: a cancelled run's agent may report its release this long after the cancel
 _SETTLE_S = 600.0
 
@@ -533,9 +539,10 @@ class DBOSBackend:
                 f"interrupt {interrupt.native_id} is no longer pending ({now}): it was decided, "
                 "withdrawn or expired"
             )
-        allowed = current.get("allowed_decisions") or ["approve", "reject"]
+        pending: dict[str, Any] = current if isinstance(current, dict) else {}
+        allowed = pending.get("allowed_decisions") or ["approve", "reject"]
         refuse_invalid_decision(  # against the interrupt as the agent publishes it now
-            message["type"], allowed, args=message.get("args"), schema=current.get("args_schema")
+            message["type"], allowed, args=message.get("args"), schema=pending.get("args_schema")
         )
         client.send(
             native_id,
@@ -621,8 +628,10 @@ def _workflow_of(interrupt: Interrupt, context: str) -> str:
 
 def _needs_cleanup(attrs: dict[str, Any]) -> bool:
     """Whether a paused run still holds resources that a cancel must release."""
-    report = attrs.get(ATTR_REPORT) if isinstance(attrs.get(ATTR_REPORT), dict) else {}
-    declared = attrs.get(ATTR_RUN) if isinstance(attrs.get(ATTR_RUN), dict) else {}
+    report = attrs.get(ATTR_REPORT)
+    report = report if isinstance(report, dict) else {}
+    declared = attrs.get(ATTR_RUN)
+    declared = declared if isinstance(declared, dict) else {}
     if not declared:
         return False  # not an irq agent: nothing would honour the cleanup intent
     entries = report.get("resources") or declared.get("resources") or []

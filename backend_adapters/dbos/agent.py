@@ -90,6 +90,12 @@ log = logging.getLogger("irq.agent.dbos")
 
 R = TypeVar("R")
 DecisionType = Literal["approve", "edit", "reject", "respond"]
+_DECISION_TYPES: dict[str, DecisionType] = {
+    "approve": "approve",
+    "edit": "edit",
+    "reject": "reject",
+    "respond": "respond",
+}
 _INTERRUPTED = (DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError)
 
 __all__ = [
@@ -102,6 +108,12 @@ __all__ = [
     "agent_runtime",
     "configure_agent",
 ]
+
+
+def _dict_value(attrs: dict[str, Any], key: str) -> dict[str, Any]:
+    """``attrs[key]`` when it is a JSON object, else an empty one (agent-written attributes)."""
+    value = attrs.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _now_iso() -> str:
@@ -173,8 +185,8 @@ class DecisionReply:
         cls, message: Any, *, interrupt_id: str, proposed: Mapping[str, Any]
     ) -> DecisionReply:
         data = message if isinstance(message, dict) else {"type": "respond", "response": message}
-        kind = data.get("type")
-        if kind not in ("approve", "edit", "reject", "respond"):
+        kind = _DECISION_TYPES.get(str(data.get("type")))
+        if kind is None:
             kind = "reject"
             data = {**data, "feedback": f"unrecognised decision message: {message!r}"[:300]}
         edited = data.get("args") if kind == "edit" else None
@@ -233,7 +245,7 @@ class AgentRun:
         self.workflow_id = wid
         status = self.runtime.status(wid)
         attrs = status.attributes if status and isinstance(status.attributes, dict) else {}
-        intent = attrs.get(ATTR_INTENT) if isinstance(attrs.get(ATTR_INTENT), dict) else {}
+        intent = _dict_value(attrs, ATTR_INTENT)
         self.details = {
             "pid": os.getpid(),
             "attempt": status.recovery_attempts if status else None,
@@ -241,7 +253,7 @@ class AgentRun:
         }
         if intent.get("action") == "cancel":
             self._cleanup_after_cancel()  # raises: this execution only exists to clean up
-        previous = attrs.get(ATTR_REPORT) if isinstance(attrs.get(ATTR_REPORT), dict) else {}
+        previous = _dict_value(attrs, ATTR_REPORT)
         # the previous execution never reported an end: it died (crash, SIGKILL, eviction)
         crashed = previous.get("phase") in ("running", "waiting")
         self._execution = int(previous.get("execution") or 0) + 1
@@ -275,7 +287,7 @@ class AgentRun:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool:
+    ) -> Literal[False]:
         try:
             if exc is None:
                 self._finish("completed", _cancel_policy)
@@ -302,7 +314,7 @@ class AgentRun:
             )
             return
         attrs = status.attributes if isinstance(status.attributes, dict) else {}
-        intent = attrs.get(ATTR_INTENT) if isinstance(attrs.get(ATTR_INTENT), dict) else {}
+        intent = _dict_value(attrs, ATTR_INTENT)
         if intent.get("action") == "pause":
             self._finish("paused", _pause_policy)
         else:

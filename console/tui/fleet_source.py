@@ -17,12 +17,21 @@ from typing import Any, Protocol
 from console.client import (
     ConnectionStatus,
     FleetView,
+    GatewayClient,
     GatewayError,
     GatewayUnreachable,
     LiveSession,
     call_back,
 )
-from console.model import Action, ActionPlan, AuditEntry, CommandResult, Decision, utcnow
+from console.model import (
+    Action,
+    ActionPlan,
+    AuditEntry,
+    CommandResult,
+    Decision,
+    Outcome,
+    utcnow,
+)
 from console.semantics import plan as compute_plan
 
 UpdateCallback = Callable[[FleetView, list[dict[str, Any]]], Awaitable[None] | None]
@@ -94,7 +103,7 @@ class LiveSource:
         if self._session is not None:
             self._session.stop()
 
-    def _client(self) -> Any:
+    def _client(self) -> GatewayClient:
         client = self._session.client if self._session else None
         if client is None:
             raise GatewayUnreachable("not connected to the gateway (reconnecting)")
@@ -184,7 +193,7 @@ class RecordedSource:
         runs = [self.view.runs[t] for t in targets if t in self.view.runs]
         if act is not Action.DECIDE and runs:
             plan = compute_plan(act, runs)
-        outcome = "planned" if dry_run else "forbidden"
+        outcome: Outcome = "planned" if dry_run else "forbidden"
         detail = "dry run" if dry_run else "recorded data: nothing was sent"
         return [
             CommandResult(id="recorded", action=act.value, target=t, outcome=outcome,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, TextArea
 
@@ -39,7 +39,7 @@ MUTATING = frozenset(RUN_ACTIONS) | frozenset(DECISIONS)
 
 # "/" and ":" are priority bindings: they run when the key is read, before the keys typed
 # right after them (same SSH packet) are routed, so those land in the command bar.
-COMMON_BINDINGS = [
+COMMON_BINDINGS: list[BindingType] = [
     Binding("question_mark", "help", "help", id="help"),
     Binding("slash", "filter", "filter", id="filter", priority=True),
     Binding("colon", "command", "cmd", id="command", priority=True),

@@ -53,18 +53,18 @@ class SummaryLine(Static):
     def __init__(self, glyphs: GlyphSet = UNICODE, **kwargs: object) -> None:
         super().__init__("", **kwargs)  # type: ignore[arg-type]
         self.glyphs = glyphs
-        self._args: tuple[object, ...] | None = None
+        self._args: tuple[Counter[RunState], int, int, str, bool, str] | None = None
         self._last: Text | None = None
 
     def show(self, counts: Counter[RunState], shown: int, total: int, sort: str,
              reverse: bool, query: str) -> None:
         args = (counts, shown, total, sort, reverse, query)
         self._args = args
-        text = summary_text(*args, max(20, self.size.width), self.glyphs)  # type: ignore[arg-type]
+        text = summary_text(*args, max(20, self.size.width), self.glyphs)
         if text != self._last:
             self._last = text
             self.update(text, layout=False)
 
     def on_resize(self) -> None:
         if self._args is not None:
-            self.show(*self._args)  # type: ignore[arg-type]
+            self.show(*self._args)

@@ -19,8 +19,8 @@ def fit_columns(table: DataTable[Any], width: int, fixed: dict[str, int],
     widths = dict(fixed)
     for key, (weight, minimum) in flex.items():
         widths[key] = max(minimum, room * weight // total)
-    for key, column in table.columns.items():
-        if str(key.value) in widths:
+    for column_key, column in table.columns.items():
+        if str(column_key.value) in widths:
             column.auto_width = False
-            column.width = widths[str(key.value)]
+            column.width = widths[str(column_key.value)]
     table.refresh(layout=True)
