@@ -179,7 +179,11 @@ def _action_warnings(action: Action, run: Run) -> list[str]:
             f"{run.id}: resuming a lost run forces a restart; if the agent is in fact alive "
             "its current step runs twice"
         )
-    if action in (Action.PAUSE, Action.CANCEL) and run.heartbeat_timeout_s is None:
+    if (
+        action in (Action.PAUSE, Action.CANCEL)
+        and run.heartbeat_timeout_s is None
+        and run.heartbeat_expected
+    ):
         warnings.append(
             f"{run.id}: no heartbeat timeout: the agent notices {action.value} only at its "
             "next step"

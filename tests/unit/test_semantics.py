@@ -200,6 +200,12 @@ def test_plans_carry_the_warnings_that_change_their_outcome():
     running = _run(heartbeat_timeout_s=5, in_flight_step="train", step_timeout_s=720,
                    abort_timeout_s=660)
     assert any("aborted again" in w for w in plan(Action.PAUSE, [running]).warnings)
+    # no heartbeat timeout: pause reaches a running step late; a parked run has no step
+    bare = _run()
+    assert any("notices pause only at its next step" in w
+               for w in plan(Action.PAUSE, [bare]).warnings)
+    parked = _run(heartbeat_expected=False)
+    assert not any("heartbeat" in w for w in plan(Action.PAUSE, [parked]).warnings)
 
 
 def test_liveness_of_old_observations_is_judged_when_they_were_read():
