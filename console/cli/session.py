@@ -16,6 +16,7 @@ from console.cli.exits import ExitCode, fail, fail_from_error
 if TYPE_CHECKING:
     from console.client import FleetView, GatewayClient
     from console.config import Connection
+    from console.ids import Candidate
 
 T = TypeVar("T")
 
@@ -117,12 +118,6 @@ def read_only_guard(conn: Connection, what: str) -> None:
 # ------------------------------------------------------------------------- id expansion
 
 
-@dataclass(frozen=True)
-class Candidate:
-    id: str
-    aliases: tuple[str, ...] = ()
-
-
 def _run_id_like(value: str) -> bool:
     from console.model import split_run_id
 
@@ -146,28 +141,22 @@ def expand_id(
     looks_complete: Callable[[str], bool],
     list_command: str,
 ) -> str:
-    """The one id ``query`` names: exact id, exact alias (native id), then a unique prefix
-    of an id or alias -- never a suffix or a substring, so ``irq approve 03-0001/1`` cannot
-    pick whichever interrupt happens to end that way. Every mutation resolves ids here.
+    """The one id ``query`` names under ``console.ids``' strict rule (exact id, exact
+    native id, unique prefix -- never a suffix). Every mutation resolves ids here.
     Ambiguity exits 2 listing the candidates; no match exits 3, unless ``query`` is a
     complete id (the gateway may know runs its snapshot does not list)."""
-    pool = list(candidates)
-    tiers: list[Callable[[Candidate], bool]] = [
-        lambda c: c.id == query,
-        lambda c: query in c.aliases,
-        lambda c: c.id.startswith(query) or any(a.startswith(query) for a in c.aliases),
-    ]
-    for matches_tier in tiers:
-        found = sorted({c.id for c in pool if matches_tier(c)})
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            shown = "\n".join(f"    {f}" for f in found[:10])
-            more = f"\n    … and {len(found) - 10} more" if len(found) > 10 else ""
-            fail(
-                ExitCode.USAGE,
-                f"{query!r} matches {len(found)} {noun}s; give more of the id:\n{shown}{more}",
-            )
+    from console.ids import match_id
+
+    found = match_id(query, candidates)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        shown = "\n".join(f"    {f}" for f in found[:10])
+        more = f"\n    … and {len(found) - 10} more" if len(found) > 10 else ""
+        fail(
+            ExitCode.USAGE,
+            f"{query!r} matches {len(found)} {noun}s; give more of the id:\n{shown}{more}",
+        )
     if looks_complete(query):
         return query
     fail(
@@ -176,9 +165,11 @@ def expand_id(
 
 
 def expand_run_id(view: FleetView, query: str) -> str:
+    from console.ids import run_candidates
+
     return expand_id(
         query,
-        (Candidate(r.id, (r.native_id,)) for r in view.runs.values()),
+        run_candidates(view.runs.values()),
         noun="run",
         looks_complete=_run_id_like,
         list_command="irq runs",
@@ -186,13 +177,11 @@ def expand_run_id(view: FleetView, query: str) -> str:
 
 
 def expand_interrupt_id(view: FleetView, query: str) -> str:
-    candidates = []
-    for intr in view.interrupts.values():
-        run_native = intr.run_id.partition("/")[2]
-        candidates.append(Candidate(intr.id, (intr.native_id, f"{run_native}#{intr.native_id}")))
+    from console.ids import interrupt_candidates
+
     return expand_id(
         query,
-        candidates,
+        interrupt_candidates(view.interrupts.values()),
         noun="interrupt",
         looks_complete=_interrupt_id_like,
         list_command="irq inbox",

@@ -605,12 +605,11 @@ class IrqApp(App[None]):
         self.call_after_refresh(apply)
 
     def resolve_run(self, token: str) -> str | None:
-        """A run id from a full id, a native id, or a unique part of an id."""
-        runs = self.view.runs
-        if token in runs:
-            return token
-        exact = [rid for rid, r in runs.items() if r.native_id == token]
-        found = exact or [rid for rid in runs if token in rid]
+        """A run id from a full id, a native id, or a unique prefix (``console.ids``: the
+        rule every mutation uses; never a suffix or a substring)."""
+        from console.ids import match_id, run_candidates
+
+        found = match_id(token, run_candidates(self.view.runs.values()))
         if len(found) == 1:
             return found[0]
         if not found:
@@ -621,10 +620,9 @@ class IrqApp(App[None]):
         return None
 
     def resolve_interrupt(self, token: str) -> str | None:
-        interrupts = self.view.interrupts
-        if token in interrupts:
-            return token
-        found = [iid for iid in interrupts if iid.endswith(token) or token in iid]
+        from console.ids import interrupt_candidates, match_id
+
+        found = match_id(token, interrupt_candidates(self.view.interrupts.values()))
         if len(found) == 1:
             return found[0]
         self.notify(f"no single interrupt matches {token!r}", severity="error")

@@ -75,3 +75,17 @@ def test_an_ambiguous_interrupt_prefix_is_a_usage_error_listing_the_candidates(
     assert "dbos:local/deploy-03-0001#deploy-03-0001/1" in err
     assert "dbos:local/deploy-04-0001#deploy-04-0001/1" in err
     assert "migrate" not in err
+
+
+def test_the_shared_rule_the_tui_commands_use_refuses_suffixes_too():
+    """``console.ids.match_id`` is what the TUI's ``:approve``/``:pause ID`` resolve with."""
+    from console.ids import interrupt_candidates, match_id, run_candidates
+
+    view = _fleet()
+    assert match_id("03-0001/1", interrupt_candidates(view.interrupts.values())) == []
+    assert match_id("ate-03-0001", run_candidates(view.runs.values())) == []
+    assert match_id("-0001", run_candidates(view.runs.values())) == []  # not a substring
+    assert match_id("deploy-0", run_candidates(view.runs.values())) == [
+        "dbos:local/deploy-03-0001",
+        "dbos:local/deploy-04-0001",
+    ]
