@@ -64,14 +64,15 @@ def pid_alive(pid: int) -> bool:
 
 @dataclass
 class ChildProcess:
-    """One child process with its log file (stdout and stderr, appended), in its own process
-    group: the terminal's ^C does not reach it, and :meth:`stop` signals the whole group, so
-    whatever it started goes with it. On Linux it also gets SIGTERM when its parent dies, even
-    by SIGKILL, so a killed ``irq demo`` or test run leaves no gateway or fleet behind."""
+    """One child process with its log file (stdout and stderr, appended; None: this
+    process's own), in its own process group: the terminal's ^C does not reach it, and
+    :meth:`stop` signals the whole group, so whatever it started goes with it. On Linux it also
+    gets SIGTERM when the thread that started it dies, even by SIGKILL, so a killed ``irq demo``
+    or test run leaves no gateway or fleet behind."""
 
     name: str
     argv: list[str]
-    log: Path
+    log: Path | None
     env: dict[str, str] = field(default_factory=dict)
     #: polled after start until true (e.g. by the demo launcher); None: started is ready
     ready: Callable[[], bool] | None = None
@@ -83,15 +84,17 @@ class ChildProcess:
         return self.popen.pid if self.popen else None
 
     def start(self) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
-        self._log_file.write(f"\n--- {time.strftime('%F %T')} {' '.join(self.argv)}\n".encode())
-        self._log_file.flush()
+        if self.log is not None:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            self._log_file = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
+            header = f"\n--- {time.strftime('%F %T')} {' '.join(self.argv)}\n"
+            self._log_file.write(header.encode())
+            self._log_file.flush()
         self.popen = subprocess.Popen(
             self.argv,
             stdin=subprocess.DEVNULL,
             stdout=self._log_file,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if self._log_file else None,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             start_new_session=True,  # own process group: the terminal's ^C does not reach it
             preexec_fn=_die_with_parent,
@@ -104,6 +107,22 @@ class ChildProcess:
     def alive(self) -> bool:
         return self.popen is not None and self.popen.poll() is None
 
+    def terminate(self) -> None:
+        """SIGTERM its process group without waiting (to stop several at once: terminate
+        each, then :meth:`stop` each)."""
+        popen = self.popen
+        if popen is not None and popen.poll() is None:
+            _signal_group(popen.pid, signal.SIGCONT)  # a frozen child cannot act on TERM
+            _signal_group(popen.pid, signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL the child itself, at once: no cleanup (a crashed host, an eviction)."""
+        popen = self.popen
+        if popen is not None and popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(popen.pid, signal.SIGKILL)
+            popen.wait(10)
+
     def stop(self, grace_s: float = 10.0) -> bool:
         """SIGTERM its process group, wait ``grace_s``, then SIGKILL what is left of the group.
 
@@ -112,8 +131,7 @@ class ChildProcess:
         popen = self.popen
         if popen is not None:
             if popen.poll() is None:
-                _signal_group(popen.pid, signal.SIGCONT)  # a frozen child cannot act on TERM
-                _signal_group(popen.pid, signal.SIGTERM)
+                self.terminate()
                 try:
                     popen.wait(grace_s)
                 except subprocess.TimeoutExpired:
@@ -127,6 +145,8 @@ class ChildProcess:
         return stopped
 
     def log_tail(self, lines: int = 15) -> str:
+        if self.log is None:
+            return ""
         try:
             text = self.log.read_text(errors="replace")
         except OSError:

@@ -396,11 +396,7 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Chi
         for server in extension.servers:
             _start(server, children)
             if server.ready is not None:
-                problem = wait_until(
-                    lambda s=server: None if s.ready and s.ready() else "not ready",
-                    server,
-                    READY_TIMEOUT_S,
-                )
+                problem = wait_until(_readiness(server.ready), server, READY_TIMEOUT_S)
                 if problem:
                     return _died(server, problem)
 
@@ -512,6 +508,11 @@ def _restore_terminal(saved: list[Any] | None) -> None:
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
         sys.stdout.write(_TERMINAL_RESET)
         sys.stdout.flush()
+
+
+def _readiness(ready: Callable[[], bool]) -> Callable[[], str | None]:
+    """A ``wait_until`` check from a child's ``ready`` predicate."""
+    return lambda: None if ready() else "not ready"
 
 
 def _start(process: ChildProcess, children: list[ChildProcess]) -> None:

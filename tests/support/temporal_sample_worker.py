@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -82,9 +81,8 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no final heartbeat (a crashed host)."""
-        if self.child is not None and self.child.popen is not None and self.child.alive():
-            os.kill(self.child.popen.pid, signal.SIGKILL)
-            self.child.popen.wait(timeout=10)
+        if self.child is not None:
+            self.child.kill()
 
     def stop(self) -> None:
         if self.child is not None:

@@ -33,7 +33,9 @@ APP_VERSION = "irq-demo-1"  # pinned: editing this file must not orphan PENDING 
 QUEUE = "irq-demo"
 
 
-def work(wid: str, step: str, seconds: float, log: str | None, args: dict[str, Any]) -> dict:
+def work(
+    wid: str, step: str, seconds: float, log: str | None, args: dict[str, Any]
+) -> dict[str, Any]:
     """A step's body: record the execution, then "work" (sleep) for ``seconds``."""
     append_log(log, event="step", wid=wid, step=step, args=args)
     deadline = time.monotonic() + seconds

@@ -14,9 +14,7 @@ that was in flight. Agents heartbeat to the gateway named by IRQ_AGENT_URL / IRQ
 from __future__ import annotations
 
 import argparse
-import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -24,12 +22,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from console.processes import ChildProcess
+
 
 @dataclass
 class Worker:
     index: int
     lanes: list[int]
-    process: subprocess.Popen[bytes] | None = None
+    process: ChildProcess | None = None
     down_until: float = 0.0  # monotonic time at which a preempted worker comes back
 
     @property
@@ -49,7 +49,6 @@ class Fleet:
     step_scale: float = 1.0
     log: Path | None = None
     env: Mapping[str, str] | None = None
-    quiet: bool = False
     members: list[Worker] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -77,16 +76,15 @@ class Fleet:
         return cmd
 
     def _spawn(self, worker: Worker) -> None:
-        env = {**os.environ, **(self.env or {})}
-        out = subprocess.DEVNULL if self.quiet else None
-        worker.process = subprocess.Popen(
-            self._command(worker), env=env, stdout=out, stderr=out, start_new_session=True
+        # no log file of its own: a worker writes to the fleet's stdout/stderr
+        worker.process = ChildProcess(
+            worker.executor_id, self._command(worker), None, env=dict(self.env or {})
         )
+        worker.process.start()
         self._say(f"started {worker.executor_id} (pid {worker.process.pid}) lanes {worker.lanes}")
 
     def _say(self, text: str) -> None:
-        if not self.quiet:
-            print(f"[fleet] {text}", file=sys.stderr, flush=True)
+        print(f"[fleet] {text}", file=sys.stderr, flush=True)
 
     def start(self) -> None:
         self.db.parent.mkdir(parents=True, exist_ok=True)
@@ -106,10 +104,9 @@ class Fleet:
     def preempt(self, worker: Worker) -> None:
         """SIGKILL ``worker`` (no cleanup, like an eviction); it returns after the downtime."""
         process = worker.process
-        if process is None or process.poll() is not None:
+        if process is None or not process.alive():
             return
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
+        process.kill()
         worker.process = None
         worker.down_until = time.monotonic() + self.downtime_s
         self._say(
@@ -124,19 +121,12 @@ class Fleet:
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop every worker by its pid: SIGTERM, then SIGKILL after ``timeout_s``."""
         self._stop.set()
-        running = [w.process for w in self.members if w.process and w.process.poll() is None]
+        running = [w.process for w in self.members if w.process is not None]
         for process in running:
-            try:
-                os.kill(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            process.terminate()
         deadline = time.monotonic() + timeout_s
         for process in running:
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait()
+            process.stop(max(0.1, deadline - time.monotonic()))
         for worker in self.members:
             worker.process = None
 
@@ -151,8 +141,9 @@ class Fleet:
         while not self._stop.wait(0.5):
             now = time.monotonic()
             for worker in self.members:
-                if worker.process is not None and worker.process.poll() is not None:
-                    self._say(f"{worker.executor_id} exited ({worker.process.returncode})")
+                if worker.process is not None and worker.process.exit_code() is not None:
+                    self._say(f"{worker.executor_id} exited ({worker.process.exit_code()})")
+                    worker.process.stop()  # reaps it
                     worker.process = None
                     worker.down_until = now + 3.0
                 if worker.process is None and now >= worker.down_until:

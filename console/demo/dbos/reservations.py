@@ -49,9 +49,10 @@ class ReservationBoard:
 
     def holder(self, kind: str, rid: str) -> str | None:
         try:
-            return json.loads(self._file(kind, rid).read_text()).get("owner")
-        except (OSError, ValueError):
+            owner = json.loads(self._file(kind, rid).read_text()).get("owner")
+        except (OSError, ValueError, AttributeError):  # AttributeError: not a JSON object
             return None
+        return owner if isinstance(owner, str) else None
 
     def reserve(self, kind: str, rid: str, owner: str) -> None:
         current = self.holder(kind, rid)
