@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(BIN)/irq demo
 
 test: $(STAMP)
-	$(BIN)/ruff check console backend_adapters tests benchmarks
+	$(BIN)/ruff check console backend_adapters tests benchmarks tools
 	$(BIN)/python -m pytest -q -x -p no:cacheprovider
 
 screenshots: $(STAMP)
