@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,23 @@ class WorkflowRecord:
     sent: list[dict[str, Any]]  # every message sent to the workflow: topic, message, consumed
     received: list[Any]  # messages the workflow's recv steps returned, in journal order
     steps: list[str]  # names of the journaled steps, in order
+    #: (index in ``steps``, message) for each recv that returned a message
+    recv_at: list[tuple[int, Any]] = field(default_factory=list)
 
     @property
     def settled(self) -> bool:
         return self.status in TERMINAL
+
+    def sent_on(self, topic: str) -> list[dict[str, Any]]:
+        return [m for m in self.sent if m["topic"] == topic]
+
+    def decision_for(self, interrupt_native_id: str) -> Any | None:
+        """The decision message the workflow received for this interrupt, once it has journaled
+        a step after that ``recv`` (it went on with the decision), else None."""
+        for index, message in self.recv_at:
+            if isinstance(message, dict) and message.get("interrupt_id") == interrupt_native_id:
+                return message if index < len(self.steps) - 1 or self.settled else None
+        return None
 
 
 def _decode(raw: str | None, serialization: str | None) -> Any:
@@ -58,18 +71,20 @@ def read_record(db: Path, wid: str) -> WorkflowRecord:
         ocols = {c[1] for c in conn.execute("PRAGMA table_info(operation_outputs)")}
         oser = "serialization" if "serialization" in ocols else "NULL"
         steps: list[str] = []
-        received: list[Any] = []
+        recv_at: list[tuple[int, Any]] = []
         for name, output, s in conn.execute(
             f"SELECT function_name, output, {oser} FROM operation_outputs "
             "WHERE workflow_uuid = ? ORDER BY function_id",
             (wid,),
         ):
-            steps.append(name)
             if name == "DBOS.recv":
                 value = _decode(output, s)
                 if value is not None:
-                    received.append(value)
-    return WorkflowRecord(row[0] if row else None, sent, received, steps)
+                    recv_at.append((len(steps), value))
+            steps.append(name)
+    return WorkflowRecord(
+        row[0] if row else None, sent, [m for _, m in recv_at], steps, recv_at
+    )
 
 
 async def settled_record(
@@ -84,4 +99,22 @@ async def settled_record(
             return record
         if time.monotonic() > deadline:
             raise AssertionError(f"{wid} did not settle in {timeout_s}s: {record}")
+        await asyncio.sleep(0.2)
+
+
+async def decision_received(
+    db: Path, wid: str, interrupt_native_id: str, *, timeout_s: float = 60.0
+) -> tuple[Any, WorkflowRecord]:
+    """Wait until the workflow has received the decision for this interrupt and gone on past
+    it; returns that message (as the agent got it) and the record read at that moment."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        record = await asyncio.to_thread(read_record, db, wid)
+        message = record.decision_for(interrupt_native_id)
+        if message is not None:
+            return message, record
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{wid} never went on past a decision for {interrupt_native_id}: {record}"
+            )
         await asyncio.sleep(0.2)

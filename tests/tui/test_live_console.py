@@ -8,6 +8,7 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import Button
 from tui_pilot import SIZES, filter_list, live_app, live_state, type_text, until
 
+from backend_adapters.dbos.conventions import decision_topic
 from console.model import DecisionKind, Interrupt, RunState
 from console.tui.app import IrqApp
 from console.tui.run_filter import haystack_of
@@ -19,6 +20,8 @@ from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.results_dialog import ResultsDialog
 from console.tui.widgets.value_editors import ArgsEditor
+from tests.support.dbos_record import decision_received
+from tests.support.live_fleet import LiveFleet
 
 pytestmark = pytest.mark.slow
 
@@ -66,6 +69,30 @@ async def confirm_with_yes(pilot: object, app: IrqApp, reason: str) -> ResultsDi
 async def decided(pilot: object, app: IrqApp, intr: Interrupt) -> None:
     await until(pilot, lambda: (i := app.view.interrupts.get(intr.id)) is None
                 or i.status != "pending", f"{intr.id} no longer pending")
+
+
+async def received_by_agent(fleet: LiveFleet, intr: Interrupt) -> dict:
+    """The decision exactly as the DBOS agent received it: the message its workflow's recv
+    step returned, read once the workflow has gone on past it; exactly one was ever sent."""
+    wid = intr.run_id.split("/", 1)[1]
+    message, record = await decision_received(fleet.db, wid, intr.native_id)
+    assert len(record.sent_on(decision_topic(intr.native_id))) == 1, record.sent
+    assert isinstance(message, dict)
+    return message
+
+
+class Notes:
+    """Records what the app tells the operator (notify), to wait for it."""
+
+    def __init__(self, app: IrqApp) -> None:
+        self.messages: list[str] = []
+        notify = app.notify
+
+        def recording(message: str, *args: object, **kwargs: object) -> None:
+            self.messages.append(message)
+            notify(message, *args, **kwargs)  # type: ignore[arg-type]
+
+        app.notify = recording  # type: ignore[method-assign]
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -157,8 +184,8 @@ async def test_pause_shows_plan_defaults_to_no_then_pauses_and_resumes(live_flee
         await pilot.press("enter")
         await until(pilot, lambda: app.screen is fleet and not app.mutation_pending,
                     "dialog closed")
-        await pilot.pause(0.5)
         assert live_state(app, run_id) not in (RunState.PAUSED, RunState.PAUSING)
+        # (that No sent nothing is checked below in the gateway's audit: one pause only)
 
         await pilot.press("p")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "confirm dialog")
@@ -167,6 +194,10 @@ async def test_pause_shows_plan_defaults_to_no_then_pauses_and_resumes(live_flee
             results.results
         await pilot.press("enter")
         await until(pilot, lambda: live_state(app, run_id) is RunState.PAUSED, "run paused")
+        # the audit holds every command sent before this one: No sent no pause
+        audit = await app.source.query("audit", limit=500)
+        pauses = [a for a in audit if a.get("action") == "pause" and a.get("target") == run_id]
+        assert [a["reason"] for a in pauses] == ["tui test: GPU needed elsewhere"], pauses
 
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "resume dialog")
@@ -194,6 +225,8 @@ async def test_approve_from_inbox_shows_arguments_and_decides(live_fleet, size):
         assert [(r.target, r.outcome) for r in results.results] == [(intr.id, "applied")]
         await pilot.press("enter")
         await decided(pilot, app, intr)
+        received = await received_by_agent(live_fleet, intr)
+        assert received["type"] == "approve" and received["by"] == "tui-operator", received
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -227,15 +260,16 @@ async def test_edit_blocks_invalid_arguments_then_sends_a_valid_edit(live_fleet,
         await pilot.press(*["backspace"] * 4)
         await type_text(pilot, "100")
         await until(pilot, lambda: editor.error is None and not yes.disabled, "a valid edit")
-        assert editor.value["amount"] == 100
+        assert editor.value == {**intr.args, "amount": 100}
         await pilot.press("tab")
         results = await confirm_with_yes(pilot, app, "tui test: partial refund")
         assert [(r.target, r.outcome) for r in results.results] == [(intr.id, "applied")]
         await pilot.press("enter")
         await decided(pilot, app, intr)
-        decision = app.view.interrupts.get(intr.id)
-        if decision is not None and decision.decision is not None:
-            assert decision.decision.kind is DecisionKind.EDIT
+        # the agent got the edited arguments, every other argument as proposed
+        received = await received_by_agent(live_fleet, intr)
+        assert received["type"] == "edit", received
+        assert received["args"] == {**intr.args, "amount": 100}, received
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -256,6 +290,9 @@ async def test_reject_sends_feedback_text(live_fleet, size):
         assert [(r.target, r.outcome) for r in results.results] == [(intr.id, "applied")]
         await pilot.press("enter")
         await decided(pilot, app, intr)
+        received = await received_by_agent(live_fleet, intr)
+        assert received["type"] == "reject", received
+        assert received["feedback"] == "not before the contract is signed", received
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -280,6 +317,9 @@ async def test_respond_answers_in_the_tools_place(live_fleet, size):
         assert [(r.target, r.outcome) for r in results.results] == [(intr.id, "applied")]
         await pilot.press("enter")
         await decided(pilot, app, intr)
+        received = await received_by_agent(live_fleet, intr)
+        assert received["type"] == "respond", received
+        assert received["response"] == "the DACH market first", received
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -296,23 +336,31 @@ async def test_viewer_sees_actions_dimmed_and_cannot_mutate(live_fleet, size):
         for key in ("p", "r", "c", "x"):
             assert bindings[key].enabled is False, f"{key} shown dimmed for a viewer"
         before = len(app.audit)
-        await pilot.press("p", "r", "c", "x")
-        await pilot.pause(0.3)
-        assert app.screen is fleet, "no confirm dialog for a viewer"
+        notes = Notes(app)
         run_id = app.index.visible[0]
-        await pilot.press("colon")
+        # the dimmed keys, then a ':' command whose refusal the app says out loud: keys are
+        # handled in order, so once it is said the keys before it have had their effect
+        await pilot.press("p", "r", "c", "x", "colon")
         await type_text(pilot, f"pause {run_id}")
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert app.screen is fleet
+        await until(pilot, lambda: "pause: your role is viewer" in notes.messages,
+                    "the refusal of :pause")
+        assert app.screen is fleet and not app.mutation_pending, "no confirm dialog for a viewer"
+        assert notes.messages == ["pause: your role is viewer"], notes.messages
         await pilot.press("2")
         await until(pilot, lambda: isinstance(app.screen, InboxScreen), "inbox")
         inbox = app.screen
         assert isinstance(inbox, InboxScreen)
         await until(pilot, lambda: inbox.selected_interrupt() is not None, "interrupt selected")
-        await pilot.press("a", "e", "n", "t")
-        await pilot.pause(0.3)
-        assert app.screen is inbox
+        selected = inbox.selected_interrupt()
+        assert selected is not None
+        await pilot.press("a", "e", "n", "t", "colon")
+        await type_text(pilot, f"approve {selected.id}")
+        await pilot.press("enter")
+        await until(pilot, lambda: "approve: your role is viewer" in notes.messages,
+                    "the refusal of :approve")
+        assert app.screen is inbox and not app.mutation_pending
+        assert notes.messages[1:] == ["approve: your role is viewer"], notes.messages
         assert {b.enabled for b in inbox.active_bindings.values()
                 if b.binding.action in ("approve", "edit", "reject", "respond")} == {False}
         audit = await app.source.query("audit", limit=500)
