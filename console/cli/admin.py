@@ -135,14 +135,22 @@ def serve_command(
 THIRD_PARTY_LOGGERS = ("httpx", "httpcore", "websockets", "hpack", "urllib3", "asyncio")
 
 
+class InertLogFormatter(logging.Formatter):
+    """Log lines quote client and agent text (targets, reasons, ids, peers): control
+    characters are shown, never sent to the terminal running ``irq serve``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from console.terminal_text import terminal_safe
+
+        return terminal_safe(super().format(record), multiline=True)
+
+
 def configure_gateway_logging(level: LogLevel) -> None:
     """stderr logging for ``irq serve``; third-party request logs only with ``debug``."""
     if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=level.value.upper(),
-            stream=sys.stderr,
-            format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        )
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(InertLogFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        logging.basicConfig(level=level.value.upper(), handlers=[handler])
     else:
         logging.getLogger().setLevel(level.value.upper())
     third_party = logging.DEBUG if level is LogLevel.DEBUG else logging.WARNING

@@ -149,3 +149,28 @@ def test_json_output_escapes_controls_and_keeps_the_values(hostile: HostileFleet
     assert runs[RUN_ID]["name"] == "name-" + PAYLOAD
     assert [i["title"] for i in outputs["inbox"]] == ["title-" + PAYLOAD]
     assert outputs["show"]["journal"][0]["name"] == "step-" + PAYLOAD
+
+
+def test_the_gateway_log_shows_a_refused_clients_text_inert(hostile: HostileFleet) -> None:
+    """``irq serve`` logs refusals with the client's target: its terminal gets it inert."""
+    import asyncio
+
+    from console.client import GatewayClient
+    from console.model import Action
+
+    target = "dbos:local/refused-" + PAYLOAD
+
+    async def refused_cancel() -> None:
+        async with GatewayClient(hostile.url, hostile.tokens["viewer"], subscribe=False) as c:
+            await c.command(Action.CANCEL, [target], reason=REASON)
+
+    try:
+        asyncio.run(refused_cancel())
+    except Exception:  # noqa: BLE001 - a refusal may come back as an error frame
+        pass
+    log = hostile.home / "gateway.log"
+    deadline = time.monotonic() + 30
+    while "refused-A" not in log.read_text(errors="replace") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    text = assert_inert(log.read_bytes(), "irq serve's log")
+    assert "refused-" + VISIBLE in text, text[-2000:]

@@ -51,8 +51,10 @@ class HostileFleet:
 
         self.home.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
-        for role in (Role.OPERATOR, Role.VIEWER, Role.AGENT):
+        for role in (Role.OPERATOR, Role.VIEWER):
             self.tokens[role.value] = create_token(role, f"hostile-{role.value}", self.home)
+        self.tokens["agent"] = create_token(Role.AGENT, "hostile-agent", self.home,
+                                            scopes=["dbos:local/wf-hostile-"])
         db = self.home / "hostile.db"
         env = {"IRQ_HOME": str(self.home), "PYTHONPATH": str(ROOT)}
         agent = ChildProcess(
