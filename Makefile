@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev,dbos,temporal]'
+	$(BIN)/pip install -q -e '.[dev,dbos,temporal,langgraph]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
