@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/gateway_heartbeats.py
 	$(BIN)/python benchmarks/tui_render.py
 	$(BIN)/python benchmarks/temporal_observe.py
+	$(BIN)/python benchmarks/temporal_dead_worker.py
 
 clean:
 	rm -rf $(VENV)

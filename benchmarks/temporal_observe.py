@@ -9,9 +9,13 @@ interrupt, the rest are idle), then:
    the request rate actually sent to Temporal, and how old the console's heartbeat data is
    (seconds since each run was last described; heartbeat age as shown) for focused and
    unfocused runs;
-2. the inbox: ``list_interrupts()`` (one visibility list, details from the memo) against the
-   ``temporal`` CLI doing one list plus one query per waiting workflow, and one query per
-   running workflow (the CLI without irq's search attribute; measured on a sample, scaled).
+2. the inbox: ``list_interrupts()`` (one visibility list, details from the memo) against
+   honest baselines, warm with warm and cold with cold (medians of ``--inbox-repeats``):
+   cold: the ``temporal`` CLI's own ``workflow list`` (which returns the memo too; a Go process
+   per call), the adapter in a fresh Python process, a new adapter in-process; warm: the
+   adapter, and the same HTTP client doing the list plus one query per waiting workflow,
+   sequential and concurrent. For reference only, once: the CLI list plus one CLI ``query``
+   process per waiting workflow (mostly process start-up).
 
 Usage: ``python benchmarks/temporal_observe.py [--runs 1000] [--rps 20 100] [--measure 30]``
 """
@@ -31,12 +35,14 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from backend_adapters.base import MemoryPauseLedger  # noqa: E402
 from backend_adapters.registry import open_backend  # noqa: E402
 from backend_adapters.temporal.adapter import TemporalBackend  # noqa: E402
 from backend_adapters.temporal.conventions import (  # noqa: E402
+    MEMO_KEY,
     QUERY_NAME,
     pending_interrupts_query,
 )
@@ -44,6 +50,7 @@ from backend_adapters.temporal.dev_server import (  # noqa: E402
     DevServer,
     temporal_cli,
 )
+from backend_adapters.temporal.payloads import decode_payloads, memo_field  # noqa: E402
 from console.semantics import unified_state  # noqa: E402
 from tests.support.temporal_sample_worker import WorkerProcess  # noqa: E402
 
@@ -231,61 +238,147 @@ def cli(server: DevServer, *args: str) -> str:
     return out.stdout
 
 
+def interrupts_in_memos(executions: list[dict]) -> int:
+    """Pending interrupts carried by the listed executions' memos (what the inbox shows)."""
+    return sum(len(memo_field(e, MEMO_KEY) or []) for e in executions)
+
+
+def _wid(execution: dict) -> str:
+    return str(execution["execution"]["workflowId"])
+
+
+def timed(samples: list[float], started: float) -> None:
+    samples.append(time.perf_counter() - started)
+
+
+COLD_PROCESS = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[2])
+from backend_adapters.base import MemoryPauseLedger
+from backend_adapters.registry import open_backend
+
+async def inbox():
+    backend = open_backend(sys.argv[1], MemoryPauseLedger())
+    await backend.start()
+    try:
+        print(len(await backend.list_interrupts()))
+    finally:
+        await backend.close()
+
+asyncio.run(inbox())
+"""
+
+
 async def measure_inbox(server: DevServer, args: argparse.Namespace) -> dict:
+    """``irq inbox``'s backend read against honest baselines, warm with warm, cold with cold.
+
+    Cold = a new process (or, in-process, a new client and connection) per inbox read: the
+    ``temporal`` CLI is always cold (a Go process per command). Warm = a started client that
+    already holds its connection. Every variant must find the same pending interrupts.
+    """
+    repeats = args.inbox_repeats
+    query = pending_interrupts_query()
+    found: dict[str, set[int]] = {}
+    times: dict[str, list[float]] = {}
+
+    def sample(name: str, count: int, started: float) -> None:
+        timed(times.setdefault(name, []), started)
+        found.setdefault(name, set()).add(count)
+
+    for _ in range(repeats):
+        # cold: the temporal CLI's own list, which returns each workflow's memo (the details)
+        t = time.perf_counter()
+        listed = json.loads(cli(server, "workflow", "list", "--query", query))
+        sample("cli_list_with_memo (cold)", interrupts_in_memos(listed), t)
+
+        # cold: a fresh Python process that opens the adapter and reads the inbox once
+        t = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", COLD_PROCESS, server.backend_url(), str(ROOT)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        sample("adapter_new_process (cold)", int(out.stdout.strip()), t)
+
+        # cold in-process: a new adapter (new HTTP client and connection, start() included)
+        t = time.perf_counter()
+        backend = open_backend(server.backend_url(), MemoryPauseLedger())
+        assert isinstance(backend, TemporalBackend)
+        await backend.start()
+        count = len(await backend.list_interrupts())
+        sample("adapter_new_client (cold, in-process)", count, t)
+        await backend.close()
+
     backend = open_backend(server.backend_url(), MemoryPauseLedger())
     assert isinstance(backend, TemporalBackend)
     await backend.start()
-    adapter_times: list[float] = []
-    found = 0
-    for _ in range(5):
-        t = time.monotonic()
-        found = len(await backend.list_interrupts())
-        adapter_times.append(time.monotonic() - t)
-    await backend.close()
-    adapter_s = statistics.median(adapter_times)
+    http = backend.http
+    await backend.list_interrupts()  # connection open, caches warm
+    try:
+        for _ in range(repeats):
+            # warm: the adapter (one visibility list; details from the memo)
+            t = time.perf_counter()
+            count = len(await backend.list_interrupts())
+            sample("adapter (warm)", count, t)
 
-    # the CLI: one list (by irq's search attribute) plus one query per waiting workflow
-    t = time.monotonic()
-    listed = json.loads(cli(server, "workflow", "list", "--query", pending_interrupts_query()))
-    cli_found = 0
+            # warm: the same HTTP client, list + one query per waiting workflow, one by one
+            t = time.perf_counter()
+            listed_http = (await http.list_workflows(query)).get("executions") or []
+            count = 0
+            for execution in listed_http:
+                result = await http.query_workflow(_wid(execution), QUERY_NAME)
+                count += len((decode_payloads(result) or [[]])[0])
+            sample("http_list_plus_query_each_sequential (warm)", count, t)
+
+            # warm: the same, the queries concurrent (the client allows 32 connections)
+            t = time.perf_counter()
+            listed_http = (await http.list_workflows(query)).get("executions") or []
+            results = await asyncio.gather(
+                *(http.query_workflow(_wid(e), QUERY_NAME) for e in listed_http)
+            )
+            count = sum(len((decode_payloads(r) or [[]])[0]) for r in results)
+            sample("http_list_plus_query_each_concurrent (warm)", count, t)
+    finally:
+        await backend.close()
+
+    # for reference: typing it in a shell, one CLI process per waiting workflow (once: slow)
+    t = time.perf_counter()
+    listed = json.loads(cli(server, "workflow", "list", "--query", query))
+    count = 0
     for execution in listed:
-        wid = execution["execution"]["workflowId"]
-        answer = json.loads(cli(server, "workflow", "query", "-w", wid, "--name", QUERY_NAME))
-        cli_found += len((answer.get("queryResult") or [[]])[0])
-    cli_sa_s = time.monotonic() - t
-
-    # the CLI without the search attribute: list running, query every workflow (sampled)
-    t = time.monotonic()
-    running = json.loads(
-        cli(server, "workflow", "list", "--query", "ExecutionStatus='Running'", "--limit", "100000")
-    )
-    list_s = time.monotonic() - t
-    sample = running[: args.cli_sample]
-    t = time.monotonic()
-    for execution in sample:
-        cli(
-            server,
-            "workflow",
-            "query",
-            "-w",
-            execution["execution"]["workflowId"],
-            "--name",
-            QUERY_NAME,
+        answer = json.loads(
+            cli(server, "workflow", "query", "-w", _wid(execution), "--name", QUERY_NAME)
         )
-    per_query = (time.monotonic() - t) / max(1, len(sample))
-    cli_all_s = list_s + per_query * len(running)
-    return {
-        "waiting_runs": len(listed),
-        "interrupts_adapter": found,
-        "interrupts_cli": cli_found,
-        "adapter_list_interrupts_s": round(adapter_s, 4),
-        "cli_list_plus_query_per_waiting_s": round(cli_sa_s, 2),
-        "ratio_cli_sa_over_adapter": round(cli_sa_s / adapter_s, 1),
-        "cli_query_per_running_s (scaled from sample)": round(cli_all_s, 1),
-        "cli_sample": len(sample),
-        "running": len(running),
-        "ratio_cli_all_over_adapter": round(cli_all_s / adapter_s, 1),
-    }
+        count += len((answer.get("queryResult") or [[]])[0])
+    sample("cli_list_plus_cli_query_each (cold, one process per call)", count, t)
+
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    warm = medians["adapter (warm)"]
+    cold = medians["adapter_new_process (cold)"]
+    rows = {}
+    for name, values in times.items():
+        base = warm if "(warm)" in name else cold
+        rows[name] = {
+            "median_s": round(medians[name], 4),
+            "min_s": round(min(values), 4),
+            "max_s": round(max(values), 4),
+            "samples": len(values),
+            "x_adapter_same_temperature": round(medians[name] / base, 2),
+            "interrupts_found": sorted(found[name]),
+        }
+    return {"waiting_runs": len(listed), "inbox": rows}
+
+
+def print_inbox(result: dict) -> None:
+    print(f"inbox over the fleet ({result['waiting_runs']} waiting workflows), medians:")
+    for name, row in result["inbox"].items():
+        print(
+            f"  {name:58s} {row['median_s']:7.3f}s  (min {row['min_s']:.3f}, "
+            f"max {row['max_s']:.3f}, n={row['samples']})  "
+            f"{row['x_adapter_same_temperature']:6.2f}x the adapter at the same temperature  "
+            f"interrupts {row['interrupts_found']}"
+        )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -312,7 +405,9 @@ async def main(args: argparse.Namespace) -> None:
             for rps in args.rps:
                 result = await measure_budget(server, rps, args)
                 print(json.dumps(result, indent=2))
-            print(json.dumps(await measure_inbox(server, args), indent=2))
+            inbox = await measure_inbox(server, args)
+            print(json.dumps(inbox, indent=2))
+            print_inbox(inbox)
         finally:
             worker.stop()
             server.stop()
@@ -327,6 +422,6 @@ if __name__ == "__main__":
     parser.add_argument("--rps", type=float, nargs="+", default=[20.0, 100.0])
     parser.add_argument("--poll", type=float, default=1.0)
     parser.add_argument("--measure", type=float, default=30.0)
-    parser.add_argument("--cli-sample", type=int, default=100)
+    parser.add_argument("--inbox-repeats", type=int, default=7)
     parser.add_argument("--verbose", action="store_true")
     asyncio.run(main(parser.parse_args()))
