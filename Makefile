@@ -30,7 +30,8 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/gateway_heartbeats.py
-	$(BIN)/python benchmarks/tui_render.py
+	$(BIN)/python benchmarks/tui_render.py --size 200x50
+	$(BIN)/python benchmarks/tui_render.py --size 80x24
 	$(BIN)/python benchmarks/temporal_observe.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py
 
