@@ -21,6 +21,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check console backend_adapters tests benchmarks tools
+	$(BIN)/mypy console backend_adapters
 	$(BIN)/python -m pytest -q -x -p no:cacheprovider
 
 screenshots: $(STAMP)
