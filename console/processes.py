@@ -76,6 +76,8 @@ class ChildProcess:
     env: dict[str, str] = field(default_factory=dict)
     #: polled after start until true (e.g. by the demo launcher); None: started is ready
     ready: Callable[[], bool] | None = None
+    #: working directory of the child (None: this process's)
+    cwd: Path | None = None
     popen: subprocess.Popen[bytes] | None = None
     _log_file: IO[bytes] | None = None
 
@@ -96,6 +98,7 @@ class ChildProcess:
             stdout=self._log_file,
             stderr=subprocess.STDOUT if self._log_file else None,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+            cwd=self.cwd,
             start_new_session=True,  # own process group: the terminal's ^C does not reach it
             preexec_fn=_die_with_parent,
         )
