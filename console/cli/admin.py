@@ -223,7 +223,7 @@ def token_create_command(
         typer.Option(
             "--scope",
             help="Agent tokens only, required, repeatable: the runs the agent may report for, "
-            "BACKEND:CONTEXT[/RUN_ID_PREFIX] (e.g. dbos:local, dbos:prod/nightly-; CONTEXT * "
+            "BACKEND:CONTEXT\\[/RUN_ID_PREFIX] (e.g. dbos:local, dbos:prod/nightly-; CONTEXT * "
             "for every context of the backend).",
             show_default=False,
         ),
