@@ -26,6 +26,9 @@ from backend_adapters.registry import KINDS, adapter_factory, open_backend, pars
 SAMPLE_URLS = {
     "dbos": "dbos+sqlite:///{tmp}/conformance.db",
     "temporal": "temporal+http://127.0.0.1:9/default",
+    # the forms registry.py documents, for the adapters being written (adjust if they differ)
+    "langgraph": "langgraph+http://127.0.0.1:9",
+    "restate": "restate+http://127.0.0.1:9?ingress=http://127.0.0.1:9",
 }
 
 #: adapters that exist in this checkout (the registry also names kinds still to be written)
