@@ -58,6 +58,9 @@ DEMO_CONTEXT = "demo"
 DEFAULT_PORT = 7433
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
+#: what the demo's agent token may report heartbeats for: the DBOS fleet's runs (context
+#: ``local``, the default of its backend URL); Temporal's heartbeats are native, not pushed
+DEMO_AGENT_SCOPES = ("dbos:local",)
 
 #: (name, module that must be importable, module exposing ``demo_extension``)
 EXTENSIONS: list[tuple[str, str, str]] = [
@@ -149,18 +152,21 @@ def ensure_tokens(paths: DemoPaths) -> DemoTokens:
         loaded = json.loads(paths.tokens.read_text())
         saved = loaded if isinstance(loaded, dict) else {}
 
-    def valid(token: object, role: Role) -> bool:
+    def valid(token: object, role: Role, scopes: tuple[str, ...] | None = None) -> bool:
         if not isinstance(token, str):
             return False
         principal = store.authenticate(token)
-        return principal is not None and principal.role is role
+        if principal is None or principal.role is not role:
+            return False
+        # an agent token from before scopes (unscoped) is replaced by a scoped one
+        return scopes is None or tuple(str(s) for s in principal.scopes or ()) == scopes
 
     operator = saved.get("operator")
     if not valid(operator, Role.OPERATOR):
         operator = create_token(Role.OPERATOR, "demo-operator")
     agent = saved.get("agent")
-    if not valid(agent, Role.AGENT):
-        agent = create_token(Role.AGENT, "demo-agent")
+    if not valid(agent, Role.AGENT, DEMO_AGENT_SCOPES):
+        agent = create_token(Role.AGENT, "demo-agent", scopes=DEMO_AGENT_SCOPES)
     assert isinstance(operator, str) and isinstance(agent, str)
     if saved.get("operator") != operator or saved.get("agent") != agent:
         tmp = paths.tokens.with_suffix(".tmp")
