@@ -9,6 +9,7 @@ and the ``from_url`` entry point against ``BackendFactory``.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import inspect
 import typing
@@ -150,6 +151,17 @@ def test_adapter_matches_the_backend_protocol_by_signature(kind: str, tmp_path: 
     assert problems == [], f"{kind} adapter {cls.__qualname__} breaks the Backend protocol"
     assert isinstance(open_backend(SAMPLE_URLS[kind].format(tmp=tmp_path), MemoryPauseLedger()),
                       Backend)
+
+
+@pytest.mark.parametrize("kind", PRESENT)
+def test_adapter_module_hands_its_entry_point_to_the_type_checker(kind: str) -> None:
+    """``FACTORY: BackendFactory = from_url`` makes mypy (in ``make test``) hold the adapter
+    class to ``Backend`` statically, method by method, before any test runs."""
+    module = importlib.import_module(KINDS[kind])
+    assert getattr(module, "FACTORY", None) is module.from_url, (
+        f"{KINDS[kind]}: add `FACTORY: BackendFactory = from_url` (backend_adapters.base)"
+    )
+    assert typing.get_type_hints(module).get("FACTORY") is BackendFactory
 
 
 class _ResumeWithoutLost:
