@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from console.terminal_text import terminal_safe
+
 if TYPE_CHECKING:
     from console.config import Connection
 
@@ -78,7 +80,9 @@ def offer(choices: list[IdChoice], incomplete: str) -> list[str]:
                 words.append(choice.id)
     if not words:
         words = [c.id for c in choices if c.id.startswith(incomplete)]
-    return sorted(set(words))
+    # the shell prints candidates raw: an id with control characters (agent-chosen, and
+    # impossible to type anyway) is never offered (console/terminal_text.py)
+    return sorted(w for w in set(words) if terminal_safe(w) == w)
 
 
 def _connection(ctx: typer.Context) -> Connection | None:

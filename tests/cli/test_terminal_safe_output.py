@@ -19,6 +19,7 @@ import sys
 import termios
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from cli_harness import ROOT, irq_process
@@ -174,3 +175,21 @@ def test_the_gateway_log_shows_a_refused_clients_text_inert(hostile: HostileFlee
         time.sleep(0.2)
     text = assert_inert(log.read_bytes(), "irq serve's log")
     assert "refused-" + VISIBLE in text, text[-2000:]
+
+
+def test_shell_completion_never_offers_an_id_holding_escape_sequences(
+    hostile: HostileFleet, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """bash prints completion candidates raw: the hostile run's id is looked up (it is in the
+    completion cache) but never offered."""
+    home = tmp_path_factory.mktemp("completion-home")
+    env = {**os.environ, "IRQ_HOME": str(home), "IRQ_URL": hostile.url,
+           "IRQ_TOKEN": hostile.tokens["operator"], "_IRQ_COMPLETE": "complete_bash",
+           "COMP_WORDS": "irq show wf-", "COMP_CWORD": "2"}
+    result = subprocess.run([str(Path(sys.executable).with_name("irq"))], env=env, cwd=ROOT,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert result.returncode == 0, result.stderr
+    cached = "".join(p.read_text() for p in (home / "cache").glob("completion-ids-*.json"))
+    assert "wf-hostile-" in cached  # the gateway's answer held the id
+    assert_inert(result.stdout.encode(), "completion")
+    assert "wf-hostile" not in result.stdout
