@@ -56,8 +56,8 @@ def root(
         typer.Option(
             "--url",
             envvar="IRQ_URL",
-            show_default="ws://127.0.0.1:7433",
-            help="Gateway URL (ws:// or wss://).",
+            show_default=False,
+            help="Gateway URL, ws:// or wss:// (default: the context's, else ws://127.0.0.1:7433).",
         ),
     ] = None,
     token: Annotated[
