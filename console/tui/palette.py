@@ -9,7 +9,10 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.markup import escape
 
+from console.terminal_text import terminal_safe
 from console.tui.screens.base import DECISIONS, RUN_ACTIONS, ViewScreen
 
 if TYPE_CHECKING:
@@ -23,6 +26,11 @@ class PaletteEntry:
     text: str
     help: str
     callback: Callable[[], object]
+
+    @property
+    def shown_help(self) -> str:
+        """Textual reads a hit's help as markup: ids and titles are agent text."""
+        return escape(terminal_safe(self.help))
 
 
 def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry]:
@@ -75,18 +83,20 @@ class IrqCommands(Provider):
 
     async def discover(self) -> Hits:
         for entry in palette_entries(self.irq, self._screen()):
-            yield DiscoveryHit(entry.text, entry.callback, help=entry.help)
+            yield DiscoveryHit(Content(terminal_safe(entry.text)), entry.callback,
+                               help=entry.shown_help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for entry in palette_entries(self.irq, self._screen()):
-            score = matcher.match(entry.text)
+            text = terminal_safe(entry.text)
+            score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(entry.text), entry.callback, help=entry.help)
+                yield Hit(score, matcher.highlight(text), entry.callback, help=entry.shown_help)
         for n, run_id in enumerate(self.irq.view.runs):
             if n >= MAX_RUN_HITS:
                 break
-            text = f"Open run {run_id}"
+            text = f"Open run {terminal_safe(run_id)}"
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, matcher.highlight(text), partial(self.irq.open_run, run_id),

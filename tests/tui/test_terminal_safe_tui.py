@@ -142,3 +142,27 @@ async def test_text_a_widget_forgot_to_make_inert_is_caught_on_its_way_out() -> 
         strips = app.query_one("#forgot", Static).render_lines(
             app.query_one("#forgot", Static).region.reset_offset)
         assert all(strip.cell_length <= 100 for strip in strips)
+
+
+async def test_the_command_palette_shows_agent_text_inert(hostile: HostileFleet) -> None:
+    """The palette offers "Approve “<title>”" for the selected interrupt: Textual reads hit
+    prompts and help as markup, so agent text there is made inert and escaped."""
+    from textual.command import CommandPalette
+
+    app = IrqApp(LiveSource(hostile.url, hostile.tokens["operator"]), context="hostile")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: app.index.row(RUN_ID) is not None, "the hostile run")
+        app.show_view("inbox")
+
+        def interrupt_selected() -> bool:
+            screen = app.screen
+            try:
+                return isinstance(screen, InboxScreen) and screen.selected_interrupt() is not None
+            except NoMatches:
+                return False
+
+        await until(pilot, interrupt_selected, "the interrupt")
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await pilot.pause(0.5)
+        assert_inert(app, "palette", "“title-")
