@@ -7,6 +7,8 @@ Update after an intended change: ``pytest tests/tui/test_snapshots.py --snapshot
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,12 @@ from tui_pilot import until
 from console.model import DecisionKind
 from console.tui.app import IrqApp
 from console.tui.fleet_source import RecordedSource
+from console.tui.screens.audit import AuditScreen
 from console.tui.screens.fleet import FleetScreen
+from console.tui.screens.help import HelpScreen
 from console.tui.screens.inbox import InboxScreen
+from console.tui.screens.run_detail import RunDetailScreen
+from console.tui.widgets.confirm_dialog import ConfirmDialog
 
 DATA = Path(__file__).parent / "data" / "recorded_fleet.json"
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
@@ -127,9 +133,72 @@ def test_edit_dialog_with_validation_error(snap_compare, size):
     assert snap_compare(recorded_app(), terminal_size=size, run_before=edit)
 
 
-def test_fleet_ascii_borders_and_symbols(snap_compare):
-    assert snap_compare(recorded_app(ascii_only=True), terminal_size=(80, 24),
-                        run_before=settle, press=["question_mark", "_"])
+def test_ascii_only_fleet_with_the_pause_dialog_open(snap_compare):
+    """IRQ_ASCII: the fleet (every character ASCII) with a bordered dialog over it (ASCII
+    borders; other symbols in dialogs and the help screen are not all ASCII yet)."""
+    async def pause(pilot: Any) -> None:
+        await settle(pilot)
+        app = pilot.app
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        fleet.table.select(first_live_run(app))
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the pause dialog")
+        await pilot.pause(0.3)
+        assert not box_drawing(screen_text(app)), "ASCII mode draws box-drawing borders"
+
+    assert snap_compare(recorded_app(ascii_only=True), terminal_size=(80, 24), run_before=pause)
+
+
+def screen_text(app: IrqApp) -> str:
+    """Every character on the screen, as the snapshot's SVG holds them."""
+    svg = app.export_screenshot()
+    cells = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
+    return html.unescape("".join(cells)).replace("\xa0", " ")
+
+
+def box_drawing(text: str) -> set[str]:
+    """Box-drawing characters (U+2500-U+257F): what borders are made of outside ASCII mode."""
+    return {c for c in text if 0x2500 <= ord(c) <= 0x257F}
+
+
+@pytest.mark.parametrize("ascii_only", [True, False], ids=["ascii", "unicode"])
+async def test_ascii_only_draws_every_border_in_ascii(ascii_only):
+    """Fleet, pause dialog, help, inbox, audit and run detail: with IRQ_ASCII no screen has a
+    box-drawing character; without it the same screens do (the check can see them)."""
+    app = recorded_app(ascii_only=ascii_only)
+    found: dict[str, set[str]] = {}
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        found["fleet"] = box_drawing(screen_text(app))
+        if ascii_only:  # the fleet's state symbols too: every character is ASCII
+            assert screen_text(app).isascii(), sorted(set(screen_text(app)) - set(map(chr, range(128))))
+        fleet.table.select(first_live_run(app))
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the pause dialog")
+        await pilot.pause(0.3)
+        found["pause dialog"] = box_drawing(screen_text(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is fleet and not app.mutation_pending, "fleet")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RunDetailScreen), "run detail")
+        await pilot.pause(0.3)
+        found["run detail"] = box_drawing(screen_text(app))
+        await pilot.press("escape")
+        for name, key, screen in (("help", "question_mark", HelpScreen),
+                                  ("inbox", "2", InboxScreen), ("audit", "3", AuditScreen)):
+            await pilot.press(key)
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), name)  # type: ignore[misc]
+            await pilot.pause(0.3)
+            found[name] = box_drawing(screen_text(app))
+            if name == "help":
+                await pilot.press("escape")
+    if ascii_only:
+        assert found == {name: set() for name in found}, found
+    else:
+        assert found["pause dialog"], "the unicode dialog has box-drawing borders"
 
 
 def test_fleet_no_color_reads_by_symbols(snap_compare, monkeypatch):
