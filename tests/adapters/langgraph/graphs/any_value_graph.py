@@ -1,0 +1,24 @@
+"""Plain LangGraph: interrupt() with an arbitrary value (neither HITL shape)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+
+class State(TypedDict, total=False):
+    question: Any
+    answer: Any
+
+
+def ask(state: State) -> State:
+    return {"answer": interrupt(state.get("question") or {"question": "Which account?"})}
+
+
+builder = StateGraph(State)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+builder.add_edge("ask", END)
+graph = builder.compile()
