@@ -68,7 +68,7 @@ class RefusalLedger:
         window.items += items
         window.codes[code] += 1
         window.actions[action] += 1
-        if len(window.examples) < MAX_EXAMPLES and target not in window.examples:
+        if target and len(window.examples) < MAX_EXAMPLES and target not in window.examples:
             window.examples.append(target)
 
     def flush(self, *, force: bool = False) -> None:
@@ -85,8 +85,10 @@ class RefusalLedger:
         seconds = max(1, round(self.clock() - window.started))
         codes = ", ".join(f"{c} x{n}" for c, n in window.codes.most_common())
         actions = ", ".join(f"{a} x{n}" for a, n in window.actions.most_common())
+        examples = [e for e in window.examples if e]
         detail = (f"and {window.count} more refused ({actions}; {window.items} targets or "
-                  f"beats) in {seconds} s: {codes}; e.g. {', '.join(window.examples)}")
+                  f"beats) in {seconds} s: {codes}"
+                  + (f"; e.g. {', '.join(examples)}" if examples else ""))
         log.warning("%s (%s): %s", window.identity, window.role, detail)
         self._write(AuditEntry(
             at=utcnow(), identity=window.identity, role=window.role,

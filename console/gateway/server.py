@@ -65,7 +65,7 @@ class HandshakeLog:
 
     def refused_handshake(self, peer: str, status: int, reason: str, path: str) -> None:
         self.refused += 1
-        key = (peer, status, reason)
+        key = (peer.rsplit(":", 1)[0], status, reason)  # per host: each attempt has a new port
         now = self.clock()
         last = self._last.get(key)
         if last is not None and now - last[0] < self.interval_s:
