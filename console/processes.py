@@ -88,7 +88,9 @@ class ChildProcess:
     def start(self) -> None:
         if self.log is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
-            self._log_file = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
+            # 0600 from creation: logs carry run names, reasons and errors (SECURITY.md)
+            fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._log_file = open(fd, "ab")  # noqa: SIM115 - closed in stop()
             header = f"\n--- {time.strftime('%F %T')} {' '.join(self.argv)}\n"
             self._log_file.write(header.encode())
             self._log_file.flush()

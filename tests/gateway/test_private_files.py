@@ -53,3 +53,15 @@ def test_an_old_world_readable_journal_is_tightened(tmp_path: Path):
     os.chmod(db, 0o644)
     Journal(db).close()
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
+
+
+def test_a_child_process_log_is_created_private(tmp_path: Path, permissive_umask):
+    import sys
+
+    from console.processes import ChildProcess
+
+    child = ChildProcess(name="gateway-like", argv=[sys.executable, "-c", "print('hi')"],
+                         log=tmp_path / "logs" / "gateway.log")
+    child.start()
+    child.stop()
+    assert stat.S_IMODE((tmp_path / "logs" / "gateway.log").stat().st_mode) == 0o600
