@@ -8,12 +8,16 @@ and a daemon thread sends them over one websocket, reconnecting with backoff whi
 is down or not configured. A killed process simply goes silent, which is the signal.
 
 Configuration: ``IRQ_AGENT_URL`` (e.g. ``ws://127.0.0.1:7433/agent``) and ``IRQ_AGENT_TOKEN``
-(sent as ``Authorization: Bearer <token>``). Wire format, one JSON text message each:
+(sent as ``Authorization: Bearer <token>``): an agent token whose scope covers the runs this
+process reports (``irq token create --role agent --scope dbos:local``); the gateway refuses
+beats outside it (``out_of_scope``) and beats for a run another token reports
+(``bound_to_other``). Wire format, one JSON text message each:
 
 - first, ``{"type": "hello", "protocol": 1, "client": "irq-agent/0.1"}``
 - then ``{"type": "heartbeat", "backend", "context", "native_id", "seq", "at", "progress",
   "details", "resources", "interval_s", "timeout_s", "in_flight_step", "phase"}``
-- the gateway may answer ``{"type": "error", "code", "message"}``: logged, never fatal.
+- the gateway may answer ``{"type": "error", "code", "message"}``: logged (once per code a
+  minute, with the count of the ones held back), never fatal.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ ENV_URL = "IRQ_AGENT_URL"
 ENV_TOKEN = "IRQ_AGENT_TOKEN"
 
 FrameKey = tuple[str, str | None, str]
+ERROR_LOG_INTERVAL_S = 60.0  # one warning per error code per interval (a refused fleet is loud)
 
 
 def heartbeat_frame(
@@ -117,6 +122,7 @@ class HeartbeatPusher:
         self.sent = 0  # frames delivered to the socket (for tests and diagnostics)
         self.dropped = 0  # unsent frames replaced by a newer one, or older than one accepted
         self.errors: list[dict[str, Any]] = []  # last error frames from the gateway
+        self._error_log: dict[str, tuple[float, int]] = {}  # code -> (last logged, held back)
 
     # ------------------------------------------------------------------------- agent side
 
@@ -287,9 +293,18 @@ class HeartbeatPusher:
                 continue
             if isinstance(reply, dict) and reply.get("type") == "error":
                 self.errors = [*self.errors[-19:], reply]
-                log.warning(
-                    "gateway rejected a heartbeat: %s %s", reply.get("code"), reply.get("message")
-                )
+                self._log_error(reply)
+
+    def _log_error(self, reply: Mapping[str, Any]) -> None:
+        code = str(reply.get("code"))
+        now = time.monotonic()
+        last, held = self._error_log.get(code, (None, 0))
+        if last is not None and now - last < ERROR_LOG_INTERVAL_S:
+            self._error_log[code] = (last, held + 1)
+            return
+        self._error_log[code] = (now, 0)
+        more = f" ({held} more like it in the last {ERROR_LOG_INTERVAL_S:g} s)" if held else ""
+        log.warning("gateway rejected a heartbeat: %s %s%s", code, reply.get("message"), more)
 
     def _disconnect(self) -> None:
         ws, self._ws = self._ws, None
