@@ -25,8 +25,11 @@ class InertControlCharacters(LineFilter):
     """Shows control, bidi-override and separator characters as visible escapes."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        line = "".join([s.text for s in segments if not s.control])
+        if line.isprintable():  # the common case: one pass in C
+            return segments
         search = UNSAFE_IN_LINE.search
-        if not any(not s.control and search(s.text) for s in segments):
+        if not search(line):
             return segments
         length = Segment.get_line_length(segments)
         safe = [
