@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/tui_render.py --size 80x24
 	$(BIN)/python benchmarks/temporal_observe.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py
+	$(BIN)/python benchmarks/temporal_dead_worker.py --poll 0.5
 	$(BIN)/python benchmarks/dbos_adapter.py
 
 clean:

