@@ -21,6 +21,9 @@ GRAPHS = {
     "any_value": "./any_value_graph.py:graph",
     "two_interrupts": "./two_interrupts_graph.py:graph",
     "slow": "./slow_graph.py:graph",
+    "helper_ask": "./helper_graphs.py:helper_ask",
+    "helper_review": "./helper_graphs.py:helper_review",
+    "helper_work": "./helper_graphs.py:helper_work",
 }
 
 
@@ -33,10 +36,12 @@ def prepare_server_dir(workdir: Path) -> Path:
     return workdir
 
 
-def start_agent_server(workdir: Path, port: int | None = None) -> AgentServer:
-    server = AgentServer(prepare_server_dir(workdir)) if port is None else AgentServer(
-        prepare_server_dir(workdir), port=port
-    )
+def start_agent_server(
+    workdir: Path, port: int | None = None, env: dict[str, str] | None = None
+) -> AgentServer:
+    server = AgentServer(prepare_server_dir(workdir), extra_env=dict(env or {}))
+    if port is not None:
+        server.port = port
     server.start()
     return server
 
