@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from backend_adapters.base import (
     ActionOutcome,
+    BackendError,
     BackendFactory,
     BackendURL,
     BackendURLError,
@@ -79,6 +80,7 @@ class LangGraphBackend:
         finished_limit: int = 200,
         checkpointer: str | None = None,
         verify_s: float = 10.0,
+        follow_s: float = 3.0,
     ) -> None:
         self.context = context
         self.url = url or http.base_url
@@ -90,6 +92,7 @@ class LangGraphBackend:
         self._checkpointer = checkpointer
         self._checkpointer_known = checkpointer is not None
         self._verify_s = verify_s
+        self._follow_s = follow_s
         # per thread: (updated_at, the thread read in full / its latest run), so threads
         # that need a second read (a stopped or failed thread) are read once per change
         self._full: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]] = {}
@@ -426,13 +429,13 @@ class LangGraphBackend:
                 f"progress): nothing sent ({exc.message})",
                 target=interrupt.id,
             ) from exc
+        rid = str(created.get("run_id") or "")
+        ended = await self._follow(tid, rid) if rid else False
         after = await self._consumed(tid, interrupt.native_id)
         detail = (
             f"resumed interrupt {interrupt.native_id} with {decision.kind.value} "
-            f"(run {created.get('run_id')}, multitask_strategy=reject)"
+            f"(run {rid}, multitask_strategy=reject)" + _after_resume(after, ended)
         )
-        if after.get("status") == "error":
-            detail += f"; the thread then failed ({after.get('error')}): see the run's warnings"
         return ActionOutcome(
             detail=detail,
             operations=[
@@ -440,6 +443,23 @@ class LangGraphBackend:
                 f"POST /threads/{tid}/runs (command.resume by interrupt id)",
             ],
         )
+
+    async def _follow(self, tid: str, rid: str) -> bool:
+        """Follow the resume run on its SSE join stream for up to ``follow_s``: True when the
+        stream closed (the run ended or stopped at its next interrupt), False when it is
+        still running then (or the stream failed: the decision was delivered either way)."""
+        if self._follow_s <= 0:
+            return False
+        try:
+            async with asyncio.timeout(self._follow_s):
+                async with self._http.stream(
+                    "GET", f"/threads/{tid}/runs/{rid}/stream", timeout_s=self._follow_s + 1
+                ) as events:
+                    async for _event in events:
+                        pass
+        except (TimeoutError, BackendError):
+            return False
+        return True
 
     async def _consumed(self, tid: str, interrupt_id: str) -> dict[str, Any]:
         """Re-read the thread until the interrupt is no longer pending (a resume by an
@@ -509,6 +529,22 @@ class LangGraphBackend:
         raise NotFound(f"interrupt {interrupt.id} does not belong to langgraph:{self.context}")
 
 
+def _after_resume(thread: dict[str, Any], ended: bool) -> str:
+    """What the graph did with the decision, as far as the follow saw it."""
+    status = thread.get("status")
+    if status == "error":
+        error = thread.get("error")
+        return (
+            f"; the node then failed on it ({str(error)[:200]}): a poisoned resume, see the "
+            "run's warnings for the recovery"
+        )
+    if status == "interrupted" and pending_interrupts(thread):
+        return "; the graph stopped again at a new interrupt"
+    if status == "idle":
+        return "; the run completed"
+    return "" if ended else "; the graph is still running"
+
+
 def _refuse(interrupt: Interrupt, decision: Decision, *, target: str) -> None:
     problem = decision_problem(
         decision.kind.value,
@@ -527,7 +563,9 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> LangGraphBackend:
     ``header_env=`` / ``header_file=`` (other headers), ``timeout`` (seconds per call, 5),
     ``page_size`` (500), ``finished_limit`` (idle and failed threads listed, 200 each),
     ``checkpointer`` (what keeps the threads: ``memory`` or ``postgres``; default: detected),
-    ``verify_s`` (how long a decision waits to see its interrupt consumed, 10)."""
+    ``verify_s`` (how long a decision waits to see its interrupt consumed, 10), ``follow_s``
+    (how long a decision follows its run on the SSE join stream to report what the graph did
+    with it, 3; 0: not at all)."""
     parts = urlsplit(parsed.target)
     if parts.scheme not in ("http", "https"):
         raise BackendURLError(f"langgraph URL scheme must be http or https: {parsed.raw!r}")
@@ -553,6 +591,7 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> LangGraphBackend:
     page_size = int(number("page_size", 500, 1))
     finished_limit = int(number("finished_limit", 200, 0))
     verify_s = number("verify_s", 10.0, 0.0)
+    follow_s = number("follow_s", 3.0, 0.0)
     checkpointer = params.pop("checkpointer", None) or None
     if params:
         raise BackendURLError("langgraph URL: unknown parameter(s) " + ", ".join(sorted(params)))
@@ -569,6 +608,7 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> LangGraphBackend:
         finished_limit=finished_limit,
         checkpointer=checkpointer,
         verify_s=verify_s,
+        follow_s=follow_s,
     )
 
 

@@ -19,6 +19,7 @@ GRAPHS = {
     "inbox": "./inbox_graph.py:graph",
     "hitl_agent": "./hitl_agent_graph.py:graph",
     "any_value": "./any_value_graph.py:graph",
+    "picky": "./any_value_graph.py:picky",
     "two_interrupts": "./two_interrupts_graph.py:graph",
     "slow": "./slow_graph.py:graph",
     "helper_ask": "./helper_graphs.py:helper_ask",

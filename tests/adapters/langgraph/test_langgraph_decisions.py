@@ -79,6 +79,7 @@ async def test_agent_inbox_decision_reaches_the_node_as_a_human_response(
     outcome = await adapter.decide(interrupt, decision, idempotency_key=f"k-{tid}", identity="ann")
 
     assert interrupt.native_id in outcome.detail
+    assert outcome.detail.endswith("the run completed")  # followed on the run's SSE stream
     values = server.wait_status(tid, "idle")["values"]
     assert values["response"] == received
     assert values["log"] == ["draft", "review", "act"]
@@ -339,3 +340,24 @@ async def test_waiting_run_maps_to_waiting_with_its_interrupts_and_an_in_memory_
     steps = await adapter.journal(tid)
     assert [(s.name, s.status) for s in steps] == [("draft", "completed"), ("review", "in_flight")]
     assert "waiting for a decision" in steps[-1].detail
+
+
+async def test_a_resume_value_that_crashes_the_node_is_reported_as_a_poisoned_resume(
+    adapter: LangGraphBackend, server: ServerClient
+):
+    tid = server.run_until_interrupted("picky", {})
+    interrupt = await the_interrupt(adapter, tid)
+    outcome = await adapter.decide(
+        interrupt, Decision(kind=DecisionKind.RESPOND, response="acme"), idempotency_key="k",
+        identity="ann",
+    )
+    assert "poisoned resume" in outcome.detail
+    thread = server.wait_status(tid, "error")
+    assert not thread["interrupts"]  # LangGraph drops the item: the thread looks merely failed
+    run = await adapter.get_run(tid)
+    assert run.state is RunState.FAILED
+    (warning,) = [w for w in run.warnings if "poisoned resume" in w]
+    assert "respond irq sent (by ann)" in warning
+    assert f"POST /threads/{tid}/state" in warning  # the documented recovery
+    observed = next(r for r in (await adapter.observe()).runs if r.native_id == tid)
+    assert any("poisoned resume" in w for w in observed.warnings)

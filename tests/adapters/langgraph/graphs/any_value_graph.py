@@ -22,3 +22,15 @@ builder.add_node("ask", ask)
 builder.add_edge(START, "ask")
 builder.add_edge("ask", END)
 graph = builder.compile()
+
+
+def ask_picky(state: State) -> State:
+    answer = interrupt({"question": "Which account? (answer {\"account\": NAME})"})
+    return {"answer": answer["account"].upper()}  # crashes on any other answer
+
+
+picky_builder = StateGraph(State)
+picky_builder.add_node("ask", ask_picky)
+picky_builder.add_edge(START, "ask")
+picky_builder.add_edge("ask", END)
+picky = picky_builder.compile()
