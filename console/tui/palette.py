@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
+from textual.fuzzy import Matcher
 from textual.markup import escape
 
 from console.terminal_text import terminal_safe
@@ -92,12 +93,23 @@ class IrqCommands(Provider):
             text = terminal_safe(entry.text)
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), entry.callback, help=entry.shown_help)
+                yield Hit(score, _highlight(matcher, text), entry.callback, help=entry.shown_help)
         for n, run_id in enumerate(self.irq.view.runs):
             if n >= MAX_RUN_HITS:
                 break
             text = f"Open run {terminal_safe(run_id)}"
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), partial(self.irq.open_run, run_id),
+                yield Hit(score, _highlight(matcher, text), partial(self.irq.open_run, run_id),
                           help="run detail")
+
+
+def _highlight(matcher: Matcher, text: str) -> Content:
+    """``Matcher.highlight`` without its markup parsing: ``text`` holds agent text (a title
+    with ``[/x]`` would raise and drop the hit)."""
+    content = Content(text)
+    _score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    for offset in offsets:
+        if not text[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

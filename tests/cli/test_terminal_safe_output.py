@@ -42,7 +42,7 @@ FORBIDDEN = {
     "U+202E (bidi override)": "\u202e",
 }
 #: how the payload shows instead (backslash escapes, in full: the pty is wide enough)
-VISIBLE = "A\\x1b]0;PWNED-TITLE\\x07B\\x1b]52;c;cHduZWQ=\\x07C\\x1b[2JD\\x9b2JE\\x9d0;C1-TITLE"
+VISIBLE = "A\\x1b]0;PWNED-TITLE\\x07B[/x]\\x1b]52;c;cHduZWQ=\\x07C\\x1b[2JD\\x9b2JE\\x9d0;C1-TITLE"
 REASON = "reason-" + PAYLOAD
 
 

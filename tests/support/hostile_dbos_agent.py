@@ -18,9 +18,10 @@ from pathlib import Path
 
 #: OSC 0 (window title), OSC 52 (clipboard write), CSI 2J (clear screen), the C1 controls
 #: CSI (U+009B) and OSC (U+009D) ... ST (U+009C), a bidi override (U+202E), and a closing
-#: markup tag that opens nothing (Rich and Textual markup raise on it)
+#: markup tag that opens nothing (Rich and Textual markup raise on it; it comes before the
+#: ``[2J``, after which their parsers would read the rest as plain text)
 PAYLOAD = (
-    "A\x1b]0;PWNED-TITLE\x07B\x1b]52;c;cHduZWQ=\x07C\x1b[2JD\x9b2JE\x9d0;C1-TITLE\x9cF\u202eG[/x]H"
+    "A\x1b]0;PWNED-TITLE\x07B[/x]\x1b]52;c;cHduZWQ=\x07C\x1b[2JD\x9b2JE\x9d0;C1-TITLE\x9cF\u202eG"
 )
 WORKFLOW_ID = "wf-hostile-" + PAYLOAD
 RUN_ID = "dbos:local/" + WORKFLOW_ID

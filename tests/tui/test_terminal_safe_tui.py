@@ -150,7 +150,7 @@ async def test_the_command_palette_shows_agent_text_inert(hostile: HostileFleet)
     from textual.command import CommandPalette
 
     app = IrqApp(LiveSource(hostile.url, hostile.tokens["operator"]), context="hostile")
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(size=(160, 100)) as pilot:  # tall: every discovery hit shows
         await until(pilot, lambda: app.index.row(RUN_ID) is not None, "the hostile run")
         app.show_view("inbox")
 
@@ -164,5 +164,9 @@ async def test_the_command_palette_shows_agent_text_inert(hostile: HostileFleet)
         await until(pilot, interrupt_selected, "the interrupt")
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
-        await pilot.pause(0.5)
-        assert_inert(app, "palette", "“title-")
+        await until(pilot, lambda: "“title-" in terminal_output(app), "the approve entry", 20)
+        assert_inert(app, "palette (discovery)", "“title-", "Pause dbos:local/wf-hostile-")
+        await pilot.press(*"approve")  # the search hits: prompt and help hold agent text
+        await until(pilot, lambda: "Go to" not in (out := terminal_output(app))
+                    and "“title-" in out, "the search's hits", 20)
+        assert_inert(app, "palette (search)", "“title-")
