@@ -224,9 +224,9 @@ class Hub:
             if not self._may_take_over(run_id, last, now):
                 raise FrameError(
                     "bound_to_other",
-                    f"{run_id} reports through another agent token ({bound.identity}); a "
-                    "different token may take it over only after that one fell silent past "
-                    "its timeout or an operator resumed the run")
+                    f"{run_id} reports through another agent token; a different token may "
+                    "take it over only after that one fell silent past its timeout or an "
+                    "operator resumed the run")
             self.takeovers += 1
             last = None  # the new worker's counter starts afresh
         if last is not None and beat_is_stale(beat.seq, beat.at, last.seq, last.at):

@@ -110,6 +110,8 @@ class Gateway:
                                              settings.agent_identity_frames_burst)
         self._command_budget = IdentityBuckets(settings.commands_per_s,
                                                settings.commands_burst)
+        self._client_budget = IdentityBuckets(settings.client_identity_frames_per_s,
+                                              settings.client_identity_frames_burst)
         self._unscoped_warned: set[str] = set()
         self._tasks: list[asyncio.Task[Any]] = []
         self._server: Any = None
@@ -309,15 +311,17 @@ class Gateway:
             if sub is not None:
                 flusher = asyncio.create_task(self._flush(ws, sub, wake))
             async for raw in ws:
-                if not budget.take():
+                if not (budget.take() and self._client_budget.take(who.identity)):
                     self.counters["client_rate_limited"] += 1
                     self.refusals.refuse(
                         identity=who.identity, role=who.role.value, action="frame", target="",
                         code="rate_limited", detail=f"more than {budget.rate:g} frames/s on one "
-                        "connection")
+                        f"connection or {self._client_budget.rate:g} for the identity")
                     await ws.send(error_frame(
                         "rate_limited", f"over {budget.rate:g} frames/s (burst "
-                        f"{budget.burst:g}) on this connection; slow down", _frame_id(raw)))
+                        f"{budget.burst:g}) on this connection or "
+                        f"{self._client_budget.rate:g} for {who.identity}; slow down",
+                        _frame_id(raw)))
                     continue
                 try:
                     msg = parse_client_frame(raw, self.settings.max_frame_bytes)
@@ -535,9 +539,11 @@ class Gateway:
                     raise FrameError("invalid", "hello was already received")
             except FrameError as exc:
                 self.counters[f"agent_{exc.code}"] += 1
-                self.refusals.refuse(identity=who.identity, role=who.role.value,
-                                     action="heartbeat", target=target, code=exc.code,
-                                     detail=exc.message)
+                bound = self.hub.bound_to(target) if exc.code == "bound_to_other" else None
+                self.refusals.refuse(  # the audit names the bound token; the agent is not told
+                    identity=who.identity, role=who.role.value, action="heartbeat",
+                    target=target, code=exc.code,
+                    detail=exc.message + (f" (bound to {bound.identity})" if bound else ""))
                 await ws.send(error_frame(exc.code, exc.message, exc.ref))
 
     def _agent_run_id(self, beat: AgentHeartbeat) -> str:

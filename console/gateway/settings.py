@@ -29,6 +29,8 @@ class GatewaySettings:
     agent_identity_frames_burst: float = 20_000.0
     client_frames_per_s: float = 100.0  # per / connection (queries, pings, focus, commands)
     client_frames_burst: float = 500.0
+    client_identity_frames_per_s: float = 300.0  # per client identity, all its connections
+    client_identity_frames_burst: float = 1_500.0
     commands_per_s: float = 10.0  # per identity, all its connections
     commands_burst: float = 100.0
     client_inflight: int = 32  # requests of one connection being answered at once

@@ -53,7 +53,9 @@ async def test_a_second_token_cannot_change_a_run_bound_to_the_first(trust_gatew
         assert await a.beat("wf-1", progress=0.6, resources=held) is None
         error = await b.beat("wf-1", progress=0.01, resources=[])
         assert error is not None and error["code"] == "bound_to_other"
-        assert "agent-a" in error["message"]
+        assert "agent-a" not in error["message"]  # the other token's name is not told
+        refusal = tg.gateway.journal.audit_entries(limit=1)[0]
+        assert refusal.identity == "agent-b" and "bound to agent-a" in refusal.detail
         # the unscoped legacy token is bound just the same
         assert (await b.beat("wf-1", progress=0.02))["code"] == "bound_to_other"
         legacy_error = None

@@ -61,7 +61,9 @@ async def tight(tmp_path, monkeypatch):
     tokens = {r: create_token(Role(r), f"{r}-t", tmp_path) for r in ("operator", "viewer")}
     gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=0.02,
                                  commands_per_s=0.01, commands_burst=3,
-                                 client_frames_per_s=0.01, client_frames_burst=20))
+                                 client_frames_per_s=0.01, client_frames_burst=20,
+                                 client_identity_frames_per_s=0.01,
+                                 client_identity_frames_burst=30))
     await gw.start()
     try:
         yield gw, f"ws://127.0.0.1:{gw.port}", tokens
@@ -103,3 +105,31 @@ async def test_frames_over_the_connection_budget_get_rate_limited_and_the_rest_i
     assert {r["ref"] for r in limited} == {str(i) for i in range(20, 40)}
     gw.refusals.flush(force=True)
     assert len([e for e in gw.journal.audit_entries(limit=100) if e.identity == "viewer-t"]) == 2
+
+
+async def _pings(ws, n: int, tag: str) -> list[dict]:
+    for i in range(n):
+        await ws.send(json.dumps({"type": "ping", "id": f"{tag}{i}"}))
+    replies = []
+    while len(replies) < n:
+        reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        if reply["type"] in ("pong", "error"):
+            replies.append(reply)
+    return replies
+
+
+async def test_more_connections_do_not_buy_an_identity_more_frames(tight):
+    gw, url, tokens = tight
+    headers = {"Authorization": f"Bearer {tokens['viewer']}"}
+    async with connect(url, additional_headers=headers) as one, \
+            connect(url, additional_headers=headers) as two:
+        for ws in (one, two):
+            await ws.send(json.dumps({"type": "hello", "protocol": 1, "subscribe": False}))
+        first = await _pings(one, 15, "a")  # within both budgets
+        second = await _pings(two, 20, "b")  # within its connection's, not the identity's
+    assert all(r["type"] == "pong" for r in first)
+    # pongs come from request tasks, refusals from the reader: compare by id, not by order
+    assert {r["id"] for r in second if r["type"] == "pong"} == {f"b{i}" for i in range(15)}
+    limited = [r for r in second if r["type"] == "error"]
+    assert {r["ref"] for r in limited} == {f"b{i}" for i in range(15, 20)}
+    assert {r["code"] for r in limited} == {"rate_limited"}
