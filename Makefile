@@ -2,6 +2,8 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+RESTATE_VERSION := 1.7.12
+RESTATE_STAMP := $(VENV)/restate/.installed-$(RESTATE_VERSION)
 
 .PHONY: demo test install screenshots bench clean
 
@@ -10,16 +12,23 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev,dbos,temporal,langgraph]'
+	$(BIN)/pip install -q -e '.[dev,dbos,temporal,langgraph,restate]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-install: $(STAMP)
+# the Restate server binary from npm, project-local (backend_adapters/restate/dev_server.py);
+# --ignore-scripts and SCARF_ANALYTICS=false: no install-time telemetry
+$(RESTATE_STAMP): $(BIN)/python
+	SCARF_ANALYTICS=false DO_NOT_TRACK=1 npm install -s --no-audit --no-fund --ignore-scripts \
+	  --prefix $(VENV)/restate @restatedev/restate-server@$(RESTATE_VERSION)
+	touch $(RESTATE_STAMP)
 
-demo: $(STAMP)
+install: $(STAMP) $(RESTATE_STAMP)
+
+demo: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/irq demo
 
-test: $(STAMP)
+test: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/ruff check console backend_adapters tests benchmarks tools
 	$(BIN)/mypy console backend_adapters
 	$(BIN)/python -m pytest -q -x -p no:cacheprovider

@@ -1,0 +1,63 @@
+"""What irq's actions mean on Restate (shared/backends/restate.md §3)."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from backend_adapters.base import ActionCapability, Capabilities
+from console.model import Action, RunState
+
+RESTATE_CAPABILITIES = Capabilities(
+    backend="restate",
+    actions={
+        Action.PAUSE: ActionCapability(
+            True,
+            "Restate pauses the invocation once the ctx.run in flight returns; its journal "
+            "and pinned deployment are kept. A suspended invocation (nothing runs) cannot be "
+            "paused.",
+            ("PATCH /invocations/{id}/pause",),
+        ),
+        Action.RESUME: ActionCapability(
+            True,
+            "retry now: a paused or backing-off invocation runs at once; completed ctx.run "
+            "steps are replayed from the journal, the one in flight runs again",
+            ("PATCH /invocations/{id}/resume",),
+        ),
+        Action.CANCEL: ActionCapability(
+            True,
+            "graceful: the handler gets TerminalError('cancelled') at its current await and "
+            "can release what it holds; a running ctx.run body is not stopped. On a "
+            "backing-off invocation the cancel waits for the next retry, so irq resumes it "
+            "right after.",
+            ("PATCH /invocations/{id}/cancel",),
+            operations_when=MappingProxyType(
+                {
+                    RunState.BACKING_OFF: (
+                        "PATCH /invocations/{id}/cancel",
+                        "PATCH /invocations/{id}/resume",
+                    )
+                }
+            ),
+        ),
+        Action.TERMINATE: ActionCapability(
+            True,
+            "kill: completed as killed at once, no cleanup code runs, a running side effect "
+            "is not stopped, resources marked release are at risk",
+            ("PATCH /invocations/{id}/kill",),
+        ),
+        Action.DECIDE: ActionCapability(
+            True,
+            "resolves the interrupt's awakeable on the ingress with irq's decision payload; "
+            "irq checks the journal first (Restate accepts a second resolve silently)",
+            ("POST /restate/awakeables/{awakeable_id}/resolve",),
+        ),
+    },
+    native_heartbeats=False,
+    notes=(
+        "Restate sees a crash in milliseconds but a hang only after the service's inactivity "
+        "+ abort timeouts (11 min by default); handlers using backend_adapters.restate.agent "
+        "push heartbeats to irq, which flags them late within seconds",
+        "interrupts: a ctx.run named 'irq:interrupt' publishes {awakeable_id, title, args, "
+        "args_schema, allowed_decisions} (backend_adapters/restate/README.md)",
+    ),
+)

@@ -1,0 +1,93 @@
+"""HTTP calls to a Restate server: admin SQL (``POST /query``), admin invocation control
+(``PATCH /invocations/{id}/...``), service metadata, and awakeables on the ingress.
+
+Every transport error or 5xx becomes :class:`Unreachable`; the caller maps 4xx per call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from backend_adapters.base import InvalidInput, NotFound, Unreachable
+
+
+class RestateHttp:
+    def __init__(
+        self,
+        admin_url: str,
+        ingress_url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout_s: float = 5.0,
+    ) -> None:
+        self.admin_url = admin_url.rstrip("/")
+        self.ingress_url = ingress_url.rstrip("/")
+        self._client = httpx.AsyncClient(headers=headers or {}, timeout=timeout_s)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        try:
+            reply = await self._client.request(method, url, **kw)
+        except httpx.HTTPError as exc:
+            raise Unreachable(f"{method} {url}: {exc!r}", target=url) from exc
+        if reply.status_code >= 500 and not url.endswith("/query"):
+            raise Unreachable(f"{method} {url} -> {reply.status_code} {reply.text[:300]}")
+        return reply
+
+    async def query(self, sql: str) -> list[dict[str, Any]]:
+        """Rows of an admin SQL query (NULL columns are absent from a row)."""
+        reply = await self._send(
+            "POST",
+            f"{self.admin_url}/query",
+            json={"query": sql},
+            headers={"accept": "application/json"},
+        )
+        if reply.status_code != 200:
+            raise Unreachable(f"SQL query failed ({reply.status_code}): {reply.text[:300]}")
+        try:
+            rows = reply.json()["rows"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise Unreachable(f"SQL reply is not {{'rows': [...]}}: {reply.text[:200]}") from exc
+        if not isinstance(rows, list):
+            raise Unreachable("SQL reply rows is not a list")
+        return [r for r in rows if isinstance(r, dict)]
+
+    async def services(self) -> list[dict[str, Any]]:
+        reply = await self._send("GET", f"{self.admin_url}/services")
+        if reply.status_code != 200:
+            raise Unreachable(f"GET /services -> {reply.status_code}")
+        body = reply.json()
+        items = body.get("services") if isinstance(body, dict) else None
+        return [s for s in items or [] if isinstance(s, dict)]
+
+    async def control(self, invocation_id: str, op: str) -> tuple[int, str]:
+        """``PATCH /invocations/{id}/{op}``: (status code, message)."""
+        reply = await self._send("PATCH", f"{self.admin_url}/invocations/{invocation_id}/{op}")
+        message = ""
+        try:
+            body = reply.json()
+            if isinstance(body, dict):
+                message = str(body.get("message") or "")
+        except ValueError:
+            message = reply.text[:300]
+        if reply.status_code == 404:
+            raise NotFound(f"no Restate invocation {invocation_id}", target=invocation_id)
+        if reply.status_code == 400:
+            raise NotFound(f"not a Restate invocation id {invocation_id!r}: {message}")
+        return reply.status_code, message
+
+    async def resolve_awakeable(self, awakeable_id: str, value: Any, *, key: str) -> None:
+        reply = await self._send(
+            "POST",
+            f"{self.ingress_url}/restate/awakeables/{awakeable_id}/resolve",
+            json=value,
+            headers={"idempotency-key": key},
+        )
+        if reply.status_code == 400:
+            raise InvalidInput(f"the ingress refused awakeable {awakeable_id}: {reply.text[:200]}")
+        if reply.status_code not in (200, 202):
+            raise Unreachable(f"resolve awakeable -> {reply.status_code} {reply.text[:200]}")

@@ -1,0 +1,67 @@
+"""Fixtures for the Restate adapter tests: a real ``restate-server`` (npm, one per test
+module) on free loopback ports, the plain restate-sdk services of ``services.py`` under
+hypercorn, registered with ``POST /deployments``, and the adapter as the registry builds it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from backend_adapters.base import MemoryPauseLedger
+from backend_adapters.registry import open_backend
+from backend_adapters.restate.adapter import RestateBackend
+from backend_adapters.restate.dev_server import HypercornService, RestateServer
+
+HERE = Path(__file__).parent
+
+
+@dataclass
+class RestateStack:
+    server: RestateServer
+    service: HypercornService
+    steps_file: Path
+
+    def lines(self, inv: str) -> list[str]:
+        """What the service's handlers recorded for invocation ``inv`` (outside Restate)."""
+        if not self.steps_file.exists():
+            return []
+        out = []
+        for line in self.steps_file.read_text().splitlines():
+            head, _, rest = line.partition(" ")
+            if head == inv:
+                out.append(rest)
+        return out
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestateStack]:
+    tmp = tmp_path_factory.mktemp("restate")
+    steps_file = tmp / "steps.log"
+    server = RestateServer(base_dir=tmp / "server")
+    server.start()
+    service = HypercornService(
+        app="services:app",
+        cwd=HERE,
+        log=tmp / "service.log",
+        env={"IRQ_RESTATE_STEPS": str(steps_file)},
+    )
+    try:
+        service.start()
+        server.register(service.url)
+        yield RestateStack(server=server, service=service, steps_file=steps_file)
+    finally:
+        service.stop()
+        server.stop()
+
+
+@pytest.fixture
+async def adapter(stack: RestateStack) -> AsyncIterator[RestateBackend]:
+    """The adapter as ``irq serve --backend restate+http://...`` builds it."""
+    backend = open_backend(stack.server.backend_url(), MemoryPauseLedger())
+    assert isinstance(backend, RestateBackend)
+    await backend.start()
+    yield backend
+    await backend.close()
