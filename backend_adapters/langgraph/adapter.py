@@ -588,7 +588,7 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> LangGraphBackend:
         return value
 
     timeout = number("timeout", 5.0, 0.1)
-    page_size = int(number("page_size", 500, 1))
+    page_size = int(min(number("page_size", 500, 1), 1000))  # the server's maximum
     finished_limit = int(number("finished_limit", 200, 0))
     verify_s = number("verify_s", 10.0, 0.0)
     follow_s = number("follow_s", 3.0, 0.0)
