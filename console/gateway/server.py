@@ -146,8 +146,13 @@ class Gateway:
                  self.settings.host, self.port, len(self.backends))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        pending = {t for t in self._tasks if not t.done()}
+        while pending:
+            # cancel again until done: Python 3.11's wait_for can swallow a cancellation that
+            # arrives as its inner call completes, and a poll loop would then sleep on forever
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=1.0)
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
