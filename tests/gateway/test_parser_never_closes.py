@@ -78,3 +78,24 @@ async def test_a_snapshot_with_a_non_finite_value_from_a_backend_is_strict_json(
     snapshot = decode_json(raw)  # raises on NaN/Infinity
     (got,) = [r for r in snapshot["runs"] if r["id"] == "dbos:local/nan"]
     assert got["progress"] is None
+
+
+async def test_irq_runs_json_is_strict_json_when_a_backend_reports_nan(trust_gateway):
+    import os
+    import sys
+
+    from console.model import Run
+
+    trust_gateway.gateway.hub.observe_runs([Run(
+        id="dbos:local/nan", backend="dbos", context="local", native_id="nan",
+        progress=float("nan"), heartbeat_timeout_s=float("inf"))])
+    env = {**os.environ, "IRQ_URL": trust_gateway.url,
+           "IRQ_TOKEN": trust_gateway.tokens["viewer"], "IRQ_HOME": str(trust_gateway.home)}
+    env.pop("IRQ_CONTEXT", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.cli.app", "runs", "-o", "json", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    (run,) = [r for r in decode_json(out) if r["id"] == "dbos:local/nan"]
+    assert run["progress"] is None
