@@ -335,6 +335,9 @@ def run_demo(*, port: int = DEFAULT_PORT, tui: bool = True, mouse: bool = False)
         )
         return 1
     paths = demo_paths()
+    # the demo and its children (gateway, fleet, Temporal) create owner-only files: the
+    # databases hold workflow inputs and reasons (SECURITY.md)
+    os.umask(0o077)
     paths.root.mkdir(parents=True, exist_ok=True)
     lock = _Lock(paths.lock)
     holder = lock.acquire()

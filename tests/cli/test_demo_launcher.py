@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -141,6 +142,14 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         for run in seen["runs"]:
             assert RUN_FIELDS <= set(run), run
             assert run["id"] and run["native_id"] and run["state"], run
+        # nothing the demo and its children wrote is readable by others (SECURITY.md)
+        exposed = []
+        for path in (irq_home / "demo").rglob("*"):
+            with contextlib.suppress(FileNotFoundError):  # reservations come and go
+                mode = path.lstat().st_mode
+                if stat.S_ISREG(mode) and mode & 0o077:
+                    exposed.append(f"{oct(mode & 0o777)} {path}")
+        assert not exposed, exposed
 
         pids = [
             int(line.split("pid ")[1].split()[0])
