@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from backend_adapters.base import (
     ActionOutcome,
+    Backend,
     BackendError,
     BackendFactory,
     BackendURL,
@@ -556,8 +557,10 @@ def _refuse(interrupt: Interrupt, decision: Decision, *, target: str) -> None:
         raise InvalidInput(f"decision refused: {problem}", target=target)
 
 
-def from_url(parsed: BackendURL, ledger: PauseLedger) -> LangGraphBackend:
-    """``langgraph+http://HOST:PORT`` / ``langgraph+https://HOST[/PATH]``.
+def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
+    """``langgraph+http://HOST:PORT`` / ``langgraph+https://HOST[/PATH]`` (an Agent Server),
+    or ``langgraph+sqlite:////abs/file.sqlite?graph=MODULE:ATTR`` (checkpointer mode,
+    ``checkpointer.py``).
 
     Parameters: ``api_key_env=VAR`` / ``api_key_file=PATH`` (sent as ``x-api-key``),
     ``header_env=`` / ``header_file=`` (other headers), ``timeout`` (seconds per call, 5),
@@ -567,6 +570,8 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> LangGraphBackend:
     (how long a decision follows its run on the SSE join stream to report what the graph did
     with it, 3; 0: not at all)."""
     parts = urlsplit(parsed.target)
+    if parts.scheme == "sqlite":
+        return _checkpointer_from_url(parsed, ledger)
     if parts.scheme not in ("http", "https"):
         raise BackendURLError(f"langgraph URL scheme must be http or https: {parsed.raw!r}")
     if not parts.hostname:
@@ -608,6 +613,33 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> LangGraphBackend:
         finished_limit=finished_limit,
         checkpointer=checkpointer,
         verify_s=verify_s,
+        follow_s=follow_s,
+    )
+
+
+def _checkpointer_from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
+    from backend_adapters.langgraph.checkpointer import CheckpointerBackend, sqlite_path
+
+    params = dict(parsed.params)
+    graph = params.pop("graph", "")
+    if not graph:
+        raise BackendURLError(
+            "langgraph+sqlite needs graph=MODULE:ATTR (or FILE.py:ATTR): the graph that reads "
+            "and resumes the threads"
+        )
+    raw_follow = params.pop("follow_s", "3")
+    if params:
+        raise BackendURLError("langgraph URL: unknown parameter(s) " + ", ".join(sorted(params)))
+    try:
+        follow_s = float(raw_follow)
+    except ValueError as exc:
+        raise BackendURLError(f"langgraph URL: follow_s must be a number: {raw_follow!r}") from exc
+    return CheckpointerBackend(
+        sqlite_path(parsed.target),
+        graph,
+        ledger,
+        context=parsed.context,
+        poll_interval_s=parsed.poll_s or DEFAULT_POLL_S,
         follow_s=follow_s,
     )
 

@@ -1,0 +1,449 @@
+"""Checkpointer mode: threads of graphs that a team runs in its own process, observed straight
+from their SQLite checkpointer and decided by resuming through the graph.
+
+``langgraph+sqlite:////abs/checkpoints.sqlite?graph=my_pkg.agents:graph`` (or
+``graph=/abs/path/agents.py:graph``). The graph is imported in the gateway process and
+compiled with a ``SqliteSaver`` on the same file (``StateGraph`` builders and compiled graphs
+both work). Every thread in the file is read as a thread of that graph: one URL per graph.
+
+What it can and cannot know (no server holds the runs):
+
+- ``waiting``: the thread's latest checkpoint has pending interrupts (one inbox item per id);
+  ``completed``: nothing is next; ``failed``: a task of the latest checkpoint failed;
+  otherwise ``running``: the checkpointer cannot tell a graph that runs from a process that
+  died; only heartbeats pushed with irq's agent helper can.
+- ``decide`` resumes by interrupt id (``Command(resume={id: value})``) **in the gateway
+  process**, in a background thread, with irq's metadata on the config (it lands in the
+  checkpoint metadata, which is how a re-driven command is found); the same checks as on the
+  Agent Server (shape, allowed decisions, schema, pending right before sending, one resume
+  per thread at a time in this gateway).
+- pause, resume, cancel, terminate: unsupported (stop or restart the process that runs it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import logging
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from backend_adapters.base import (
+    ActionCapability,
+    ActionOutcome,
+    BackendURLError,
+    Capabilities,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    Observation,
+    PauseLedger,
+    Unreachable,
+    Unsupported,
+)
+from backend_adapters.langgraph.conventions import (
+    BACKEND,
+    META_BY,
+    META_COMMAND,
+    META_DECISION,
+    META_INTERRUPT,
+)
+from backend_adapters.langgraph.interrupt_shapes import (
+    ShapeError,
+    interrupt_from_value,
+    resume_value,
+)
+from backend_adapters.langgraph.state_mapping import (
+    interrupts_of,
+    journal_from_history,
+    run_from_thread,
+)
+from console.decision_check import decision_problem
+from console.model import Action, Decision, DecisionKind, Heartbeat, Interrupt, JournalStep, Run
+
+T = TypeVar("T")
+log = logging.getLogger("irq.langgraph.checkpointer")
+
+_NO_SERVER = "no server holds these runs: stop or restart the process that runs the graph"
+
+CHECKPOINTER_CAPABILITIES = Capabilities(
+    backend=BACKEND,
+    actions={
+        action: ActionCapability(supported=False, native=False, meaning=_NO_SERVER)
+        for action in (Action.PAUSE, Action.RESUME, Action.CANCEL, Action.TERMINATE)
+    },
+    decisions=tuple(DecisionKind),
+    native_heartbeats=False,
+    notes=(
+        "checkpointer mode: threads read from the SQLite checkpointer; decisions resume the "
+        "graph (imported from the URL's graph=) in the gateway process",
+        "a thread that is neither waiting nor finished shows running: the checkpointer cannot "
+        "tell a running graph from a dead process (push heartbeats with irq's agent helper)",
+    ),
+)
+
+
+def load_graph(spec: str) -> tuple[Any, str]:
+    """``module.path:attr`` or ``/path/file.py:attr`` -> (the object, its name)."""
+    where, colon, attr = spec.rpartition(":")
+    if not colon or not where or not attr:
+        raise BackendURLError(f"graph= takes MODULE:ATTR or FILE.py:ATTR, got {spec!r}")
+    try:
+        if where.endswith(".py"):
+            path = Path(where).expanduser().resolve()
+            name = f"irq_graph_{path.stem}"
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise BackendURLError(f"graph=: cannot load {path}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+        graph = getattr(module, attr)
+    except BackendURLError:
+        raise
+    except Exception as exc:
+        raise BackendURLError(f"graph={spec}: {type(exc).__name__}: {exc}") from exc
+    return graph, attr
+
+
+class CheckpointerBackend:
+    """Threads in one SQLite checkpointer file, decided through one graph."""
+
+    name = BACKEND
+
+    def __init__(
+        self,
+        path: Path,
+        graph_spec: str,
+        ledger: PauseLedger,
+        *,
+        context: str = "local",
+        poll_interval_s: float = 1.0,
+        follow_s: float = 3.0,
+    ) -> None:
+        self.context = context
+        self.url = f"sqlite://{path}"
+        self.poll_interval_s = poll_interval_s
+        self._path = path
+        self._graph_spec = graph_spec
+        self._ledger = ledger
+        self._follow_s = follow_s
+        self._graph: Any = None
+        self._graph_name = graph_spec.rpartition(":")[2]
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # one sqlite connection, one resume per thread
+        self._resuming: set[str] = set()
+
+    # -------------------------------------------------------------------------- plumbing
+
+    def run_id(self, native_id: str) -> str:
+        return Run.make_id(BACKEND, self.context, native_id)
+
+    def _open(self) -> Any:
+        if self._graph is None:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            if not self._path.is_file():
+                raise Unreachable(f"no checkpointer file at {self._path}", target=self.url)
+            graph, name = load_graph(self._graph_spec)
+            builder = getattr(graph, "builder", graph)
+            if not hasattr(builder, "compile"):
+                raise BackendURLError(f"graph={self._graph_spec} is not a LangGraph graph")
+            self._conn = sqlite3.connect(str(self._path), check_same_thread=False)
+            self._graph = builder.compile(checkpointer=SqliteSaver(self._conn))
+            self._graph_name = getattr(graph, "name", None) or name
+            if self._graph_name == "LangGraph":
+                self._graph_name = name
+        return self._graph
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        def guarded() -> T:
+            with self._lock:
+                try:
+                    return fn(*args)
+                except (NotFound, Conflict, InvalidInput, Unsupported, Unreachable):
+                    raise
+                except BackendURLError as exc:
+                    raise Unreachable(str(exc), target=self.url) from exc
+                except sqlite3.Error as exc:
+                    raise Unreachable(f"{self.url}: {exc}", target=self.url) from exc
+
+        return await asyncio.to_thread(guarded)
+
+    # ------------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        await self._call(self._open)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        self._graph = None
+        if conn is not None:
+            conn.close()
+
+    def capabilities(self) -> Capabilities:
+        return CHECKPOINTER_CAPABILITIES
+
+    # ---------------------------------------------------------------------- observation
+
+    def _thread_ids(self) -> list[str]:
+        self._open()
+        assert self._conn is not None
+        rows = self._conn.execute(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def _as_thread(self, tid: str) -> dict[str, Any]:
+        """A thread as the Agent Server would report it, from the graph's state."""
+        snap = self._open().get_state({"configurable": {"thread_id": tid}})
+        pending: dict[str, list[dict[str, Any]]] = {}
+        failed = False
+        for task in snap.tasks:
+            failed = failed or bool(task.error)
+            items = [{"id": i.id, "value": i.value} for i in task.interrupts]
+            if items:
+                pending[task.id] = items
+        if pending:
+            status = "interrupted"
+        elif failed:
+            status = "error"
+        elif not snap.next:
+            status = "idle"
+        else:
+            status = "busy"
+        return {
+            "thread_id": tid,
+            "status": status,
+            "interrupts": pending,
+            "metadata": {"graph_id": self._graph_name},
+            "created_at": snap.created_at,
+            "updated_at": snap.created_at,
+            "next": list(snap.next),
+        }
+
+    def _observe_sync(self) -> list[dict[str, Any]]:
+        return [self._as_thread(tid) for tid in self._thread_ids()]
+
+    def _to_run(self, thread: dict[str, Any]) -> tuple[Run, list[Interrupt]]:
+        run_id = self.run_id(thread["thread_id"])
+        interrupts = interrupts_of(thread, run_id=run_id)
+        run = run_from_thread(
+            thread, context=self.context, checkpointer="sqlite", interrupts=interrupts
+        )
+        run.action_notes = {}
+        if thread["status"] == "busy":
+            run.native_state = f"next: {', '.join(thread['next'])}"
+            run.warnings.append(
+                "checkpointer mode: running or its process died (only pushed heartbeats tell)"
+            )
+        return run, interrupts
+
+    async def observe(self) -> Observation:
+        threads = await self._call(self._observe_sync)
+        observation = Observation()
+        for thread in threads:
+            run, interrupts = self._to_run(thread)
+            observation.runs.append(run)
+            observation.interrupts.extend(interrupts)
+        return observation
+
+    def _known(self, tid: str) -> dict[str, Any]:
+        if tid not in self._thread_ids():
+            raise NotFound(f"no thread {tid!r} in {self.url}", target=tid)
+        return self._as_thread(tid)
+
+    async def get_run(self, native_id: str) -> Run:
+        return self._to_run(await self._call(self._known, native_id))[0]
+
+    def _history(self, tid: str) -> list[dict[str, Any]]:
+        out = []
+        for snap in self._open().get_state_history({"configurable": {"thread_id": tid}}):
+            out.append(
+                {
+                    "metadata": dict(snap.metadata or {}),
+                    "created_at": snap.created_at,
+                    "tasks": [
+                        {
+                            "name": t.name,
+                            "error": t.error,
+                            "interrupts": [{"id": i.id} for i in t.interrupts],
+                            "result": t.result,
+                        }
+                        for t in snap.tasks
+                    ],
+                }
+            )
+        return out
+
+    def _journal_sync(self, tid: str) -> list[JournalStep]:
+        thread = self._known(tid)
+        history = self._history(tid)
+        decided = {
+            str(h["metadata"][META_INTERRUPT]): (
+                f"{h['metadata'].get(META_DECISION)} by {h['metadata'].get(META_BY) or '?'}"
+            )
+            for h in history
+            if h["metadata"].get(META_INTERRUPT)
+        }
+        return journal_from_history(history, thread=thread, decided=decided)
+
+    async def journal(self, native_id: str) -> list[JournalStep]:
+        return await self._call(self._journal_sync, native_id)
+
+    async def heartbeats(self, native_id: str) -> list[Heartbeat]:
+        return []
+
+    def focus(self, native_ids: set[str]) -> None:
+        return None
+
+    # -------------------------------------------------------------------------- actions
+
+    async def pause(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome:
+        raise Unsupported(_NO_SERVER, target=native_id)
+
+    async def resume(
+        self, native_id: str, *, reason: str, identity: str, lost: bool = False
+    ) -> ActionOutcome:
+        raise Unsupported(_NO_SERVER, target=native_id)
+
+    async def cancel(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome:
+        raise Unsupported(_NO_SERVER, target=native_id)
+
+    async def terminate(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome:
+        raise Unsupported(_NO_SERVER, target=native_id)
+
+    # ------------------------------------------------------------------------ decisions
+
+    def _prepare(
+        self, tid: str, interrupt: Interrupt, decision: Decision, key: str, identity: str
+    ) -> tuple[Any, dict[str, Any]] | ActionOutcome:
+        """(resume value, config) to send, or the outcome of a command already delivered."""
+        if tid in self._resuming:
+            raise Conflict(f"thread {tid} is already being resumed by this gateway")
+        thread = self._known(tid)
+        pending = {item["id"]: item for items in thread["interrupts"].values() for item in items}
+        item = pending.get(interrupt.native_id)
+        if item is None:
+            history = self._history(tid)
+            for h in history:
+                meta = h["metadata"]
+                if meta.get(META_INTERRUPT) != interrupt.native_id:
+                    continue
+                if meta.get(META_COMMAND) == key:
+                    return ActionOutcome(detail="already delivered (same command id)")
+                raise Conflict(
+                    f"interrupt {interrupt.native_id} was already decided "
+                    f"({meta.get(META_DECISION)} by {meta.get(META_BY) or '?'})"
+                )
+            raised = any(
+                i.get("id") == interrupt.native_id
+                for h in history
+                for task in h["tasks"]
+                for i in task["interrupts"]
+            )
+            if raised:
+                raise Conflict(
+                    f"interrupt {interrupt.native_id} is no longer pending: it was answered "
+                    "outside irq",
+                    target=interrupt.id,
+                )
+            now = ", ".join(sorted(pending)) or "none"
+            raise NotFound(
+                f"stale interrupt id {interrupt.native_id}: not pending on thread {tid} "
+                f"(pending now: {now})",
+                target=interrupt.id,
+            )
+        fresh = interrupt_from_value(
+            item["value"], run_id=interrupt.run_id, native_id=interrupt.native_id,
+            created_at=interrupt.created_at,
+        )
+        _refuse(fresh, decision)
+        try:
+            value = resume_value(item["value"], decision)
+        except ShapeError as exc:
+            raise InvalidInput(f"decision refused: {exc}", target=interrupt.id) from exc
+        config = {
+            "configurable": {"thread_id": tid},
+            "metadata": {
+                META_COMMAND: key,
+                META_INTERRUPT: interrupt.native_id,
+                META_DECISION: decision.kind.value,
+                META_BY: identity,
+            },
+        }
+        self._resuming.add(tid)
+        return value, config
+
+    def _resume_in_background(self, tid: str, native_id: str, value: Any,
+                              config: dict[str, Any]) -> threading.Thread:
+        from langgraph.types import Command
+
+        graph = self._open()
+
+        def run() -> None:
+            try:
+                graph.invoke(Command(resume={native_id: value}), config)
+            except Exception:
+                log.exception("resuming thread %s failed", tid)
+            finally:
+                self._resuming.discard(tid)
+
+        thread = threading.Thread(target=run, name=f"irq-langgraph-resume-{tid}", daemon=True)
+        thread.start()
+        return thread
+
+    async def decide(
+        self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
+    ) -> ActionOutcome:
+        _refuse(interrupt, decision)
+        prefix = self.run_id("")
+        if not interrupt.run_id.startswith(prefix):
+            raise NotFound(f"interrupt {interrupt.id} does not belong to langgraph:{self.context}")
+        tid = interrupt.run_id[len(prefix) :]
+        prepared = await self._call(
+            self._prepare, tid, interrupt, decision, idempotency_key, identity
+        )
+        if isinstance(prepared, ActionOutcome):
+            return prepared
+        value, config = prepared
+        worker = self._resume_in_background(tid, interrupt.native_id, value, config)
+        await asyncio.to_thread(worker.join, self._follow_s)
+        detail = (
+            f"resumed interrupt {interrupt.native_id} with {decision.kind.value} through "
+            f"{self._graph_name} in the gateway process"
+        )
+        detail += "; still running" if worker.is_alive() else "; the graph stopped or finished"
+        operation = f"{self._graph_name}.invoke(Command(resume={{interrupt id: value}}))"
+        return ActionOutcome(detail=detail, operations=[operation])
+
+
+def _refuse(interrupt: Interrupt, decision: Decision) -> None:
+    problem = decision_problem(
+        decision.kind.value,
+        [d.value for d in interrupt.allowed_decisions],
+        args=decision.args,
+        schema=interrupt.args_schema,
+    )
+    if problem is not None:
+        raise InvalidInput(f"decision refused: {problem}", target=interrupt.id)
+
+
+def sqlite_path(target: str) -> Path:
+    """``sqlite:////abs/file`` or ``sqlite:///abs/file`` (an existing absolute file wins over
+    a relative one, as for DBOS URLs) -> the file's path."""
+    rest = target[len("sqlite://") :]
+    if not rest.startswith("/") or rest == "/":
+        raise BackendURLError(f"langgraph+sqlite URL names no file: {target!r}")
+    if rest.startswith("//"):
+        return Path(rest[1:])
+    absolute = Path(rest)
+    relative = Path(rest[1:])
+    return absolute if absolute.exists() or not relative.exists() else relative.resolve()
