@@ -65,6 +65,7 @@ DEMO_AGENT_SCOPES = ("dbos:local",)
 #: (name, module that must be importable, module exposing ``demo_extension``)
 EXTENSIONS: list[tuple[str, str, str]] = [
     ("temporal", "temporalio", "console.demo.temporal.fleet"),
+    ("langgraph", "langgraph_api", "console.demo.langgraph.fleet"),
 ]
 
 #: printed when the demo runs without the TUI: how to talk to it from the command line

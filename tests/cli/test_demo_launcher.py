@@ -124,8 +124,10 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         assert config.contexts[DEMO_CONTEXT].url == f"ws://127.0.0.1:{port}"
         backends = config.contexts[DEMO_CONTEXT].backends
         assert backends[0] == dbos_backend_url(irq_home / "demo" / "fleet.db")
-        # the temporal extra is part of `make test`: the demo starts Temporal agents too
-        assert len(backends) == 2 and backends[1].startswith("temporal+http://127.0.0.1:")
+        # the temporal and langgraph extras are part of `make test`: the demo starts
+        # Temporal agents and a LangGraph Agent Server too
+        assert len(backends) == 3 and backends[1].startswith("temporal+http://127.0.0.1:")
+        assert backends[2].startswith("langgraph+http://127.0.0.1:")
 
         # the demo context just works: the CLI lists the fleet's real runs, from both backends
         seen: dict[str, list[dict]] = {}
@@ -154,7 +156,8 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         pids = [
             int(line.split("pid ")[1].split()[0])
             for line in text.splitlines()
-            if line.strip().startswith(("gateway", "fleet", "temporal", "t-worker"))
+            if line.strip().startswith(("gateway", "fleet", "temporal", "t-worker", "langgraph",
+                                        "lg-feed"))
             and "pid " in line
         ]
         assert pids, text
