@@ -148,7 +148,12 @@ class HypercornService:
     def start(self, timeout_s: float = 60.0) -> None:
         self.child = ChildProcess(
             name="restate-service",
-            argv=[sys.executable, "-m", "hypercorn", self.app, "--bind", f"{HOST}:{self.port}"],
+            # --workers 0: one process serves the app, so a SIGKILL/SIGSTOP of this pid hits
+            # the handler itself (with workers, hypercorn forks one that lives on)
+            argv=[
+                sys.executable, "-m", "hypercorn", self.app,
+                "--bind", f"{HOST}:{self.port}", "--workers", "0",
+            ],
             log=self.log,
             env=self.env,
             cwd=self.cwd,
