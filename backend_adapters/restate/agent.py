@@ -18,12 +18,24 @@ The decision is irq's common payload ``{"type", "args"?, "feedback"?, "response"
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from types import TracebackType
+from typing import Any, Literal, cast
 
-from restate import Context
+from restate import Context, TerminalError
 
-from backend_adapters.restate.conventions import INTERRUPT_STEP, PublishedInterrupt
+from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
+from backend_adapters.restate.conventions import BACKEND, INTERRUPT_STEP, PublishedInterrupt
+
+log = logging.getLogger("irq.agent.restate")
+#: the irq context name of this Restate server (``restate:<context>``), default ``local``
+ENV_CONTEXT = "IRQ_RESTATE_CONTEXT"
 
 DEFAULT_DECISIONS = ("approve", "reject")
 
@@ -58,3 +70,138 @@ async def ask(
 
     await ctx.run_typed(INTERRUPT_STEP, publish)
     return cast(dict[str, Any], await future)
+
+
+# ------------------------------------------------------------------ heartbeats, resources
+
+Phase = Literal["running", "waiting", "paused", "cancelled", "completed", "failed"]
+
+
+@dataclass
+class AgentResource:
+    """Something the handler holds, with its pause/cancel policy and how to free it.
+    ``release`` must be idempotent (a handler body runs again on every retry)."""
+
+    id: str
+    kind: str = "resource"
+    on_pause: Literal["keep", "release"] = "keep"
+    on_cancel: Literal["release", "keep"] = "release"
+    detail: str = ""
+    release: Callable[[], Any] | None = None
+    state: Literal["held", "released"] = "held"
+
+    def entry(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "on_pause": self.on_pause,
+            "on_cancel": self.on_cancel,
+            "state": self.state,
+            "detail": self.detail,
+        }
+
+
+class AgentRun:
+    """The irq side of one handler attempt: heartbeats to the gateway from a background
+    thread (so a hung or frozen handler goes silent and irq says ``late`` in seconds, where
+    Restate waits for its inactivity + abort timeouts), declared resources, and their release
+    when the invocation is cancelled (``TerminalError`` at an await)::
+
+        async def handler(ctx: restate.Context, req: dict) -> dict:
+            async with AgentRun(ctx, resources=[gpu], interval_s=2) as run:
+                ...
+                run.beat(progress=0.5)
+
+    The agent token comes from ``IRQ_AGENT_URL`` / ``IRQ_AGENT_TOKEN`` (heartbeat_push.py);
+    its scope must cover ``restate:<context>``.
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        name: str = "",
+        resources: list[AgentResource] | None = None,
+        interval_s: float = 2.0,
+        timeout_s: float | None = None,
+        context: str | None = None,
+        pusher: HeartbeatPusher | None = None,
+    ) -> None:
+        self.native_id = ctx.request().id
+        self.name = name
+        self.resources = list(resources or [])
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s if timeout_s is not None else max(3 * interval_s, 5.0)
+        self.context = context if context is not None else (os.environ.get(ENV_CONTEXT) or None)
+        self._pusher = pusher
+        self._seq = 0
+        self._progress: float | None = None
+        self._details: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.phase: Phase = "running"
+
+    def frame(self) -> dict[str, Any]:
+        self._seq = max(self._seq + 1, int(time.time() * 1000))
+        return heartbeat_frame(
+            backend=BACKEND,
+            context=self.context,
+            native_id=self.native_id,
+            seq=self._seq,
+            phase=self.phase,
+            progress=self._progress,
+            details={"name": self.name, **self._details},
+            resources=[r.entry() for r in self.resources],
+            interval_s=self.interval_s,
+            timeout_s=self.timeout_s,
+        )
+
+    def _push(self) -> None:
+        (self._pusher or shared_pusher()).push(self.frame())
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self._push()
+
+    def beat(self, progress: float | None = None, **details: Any) -> None:
+        if progress is not None:
+            self._progress = progress
+        self._details.update(details)
+        self._push()
+
+    async def __aenter__(self) -> AgentRun:
+        self._push()
+        self._thread = threading.Thread(target=self._loop, name="irq-restate-beat", daemon=True)
+        self._thread.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with self._lock:
+            self._stop.set()
+        if exc is None:
+            phase: Phase = "completed"
+        elif isinstance(exc, TerminalError):
+            phase = "cancelled" if "cancel" in str(exc).lower() else "failed"
+        else:  # suspension or a retryable error: Restate runs the handler again
+            phase = "waiting"
+        self.phase = phase
+        if phase in ("cancelled", "failed"):
+            for resource in self.resources:
+                if resource.on_cancel != "release" or resource.state == "released":
+                    continue
+                try:
+                    if resource.release is not None:
+                        resource.release()
+                    resource.state = "released"
+                except Exception:  # reported as held: the console flags what was not freed
+                    log.exception("releasing %s failed", resource.id)
+        self._push()

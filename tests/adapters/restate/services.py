@@ -17,9 +17,10 @@ from typing import Any
 import restate
 from restate import Context, InvocationRetryPolicy
 
-from backend_adapters.restate.agent import ask
+from backend_adapters.restate.agent import AgentResource, AgentRun, ask
 
 steps = restate.Service("IrqSteps")
+beats = restate.Service("IrqBeats")
 human = restate.Service("IrqHuman")
 
 
@@ -102,4 +103,18 @@ async def charge(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
-app = restate.app(services=[steps, human, flaky])
+@beats.handler()
+async def work(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
+    """An instrumented handler: beats to irq, holds a GPU, releases it when cancelled."""
+    inv = ctx.request().id
+    gpu = AgentResource("gpu-0", kind="gpu", release=lambda: record(f"{inv} released gpu-0"))
+    async with AgentRun(ctx, name="work", resources=[gpu], interval_s=0.5, timeout_s=3):
+        await ctx.run_typed(
+            "work", _step, restate.RunOptions(), inv, "work", float(req.get("slow_s", 0))
+        )
+        if req.get("sleep_s"):
+            await ctx.sleep(timedelta(seconds=float(req["sleep_s"])))
+    return {"ok": True}
+
+
+app = restate.app(services=[steps, human, flaky, beats])
