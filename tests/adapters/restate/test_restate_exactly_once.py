@@ -1,0 +1,144 @@
+"""Exactly-once decisions through the gateway against a real Restate server, read from the
+handler's own record (one ``decision`` line per invocation, written after the awakeable
+returned): the gateway SIGKILLed between the journaled intent and the call re-drives the
+decision once after a restart; two clients approving at once deliver one decision."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import RestateStack
+from restate_scenarios import invocation, send
+
+from console.client import GatewayClient, GatewayUnreachable
+from console.gateway.auth import create_token
+from console.model import Decision, DecisionKind, Role
+from console.processes import free_port, stop_process
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Gateway:
+    def __init__(self, home: Path, backend: str) -> None:
+        self.home, self.backend = home, backend
+        self.port = free_port()
+        self.url = f"ws://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = home / "gateway.log"
+        self.tokens = {r: create_token(Role(r), f"{r}-1", home) for r in ("operator", "admin")}
+
+    def start(self, crash_at: str | None = None) -> None:
+        env = {**os.environ, "IRQ_HOME": str(self.home)}
+        if crash_at:
+            cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
+                   "--port", str(self.port), "--backend", self.backend, "--crash-at", crash_at]
+        else:
+            cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
+                   "--backend", self.backend]
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError("gateway did not start:\n" + self.log.read_text()[-3000:])
+
+    def stop(self) -> None:
+        if self.process:
+            stop_process(self.process)
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, stack: RestateStack) -> Iterator[Gateway]:
+    home = tmp_path / "irq"
+    home.mkdir()
+    gw = Gateway(home, stack.server.backend_url(poll=0.3))
+    try:
+        yield gw
+    finally:
+        gw.stop()
+
+
+async def _pending(client: GatewayClient, inv: str, timeout_s: float = 60) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for intr in client.view.pending_interrupts():
+            if intr.run_id.endswith("/" + inv):
+                return intr.id
+        await asyncio.wait_for(client.updates(), timeout_s)
+    raise AssertionError(f"no pending interrupt for {inv}")
+
+
+async def _decided_once(stack: RestateStack, inv: str) -> dict[str, object]:
+    deadline = time.monotonic() + 60
+    while invocation(stack.server.admin_url, inv).get("status") != "completed":
+        assert time.monotonic() < deadline, "the invocation did not complete"
+        await asyncio.sleep(0.1)
+    lines = [x for x in stack.lines(inv) if x.startswith("decision ")]
+    assert len(lines) == 1, lines
+    decided: dict[str, object] = json.loads(lines[0].removeprefix("decision "))
+    return decided
+
+
+async def test_gateway_killed_between_intent_and_call_delivers_once_after_restart(
+    gateway: Gateway, stack: RestateStack
+) -> None:
+    inv = send(stack.server.ingress_url, "IrqHuman/approve", {})
+    gateway.start(crash_at="after_intent")
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as client:
+        iid = await _pending(client, inv)
+        with pytest.raises(GatewayUnreachable):
+            await client.command(
+                "decide", [iid], decision=Decision(kind=DecisionKind.APPROVE), key="crash-1"
+            )
+    assert gateway.process is not None
+    gateway.process.wait(10)
+    assert gateway.process.returncode == -signal.SIGKILL
+    assert invocation(stack.server.admin_url, inv).get("status") != "completed"
+    assert not [x for x in stack.lines(inv) if x.startswith("decision ")]  # journaled, not sent
+
+    gateway.start()  # recovery re-drives the journaled intent
+    decided = await _decided_once(stack, inv)
+    assert decided["type"] == "approve" and decided["irq_command_id"] == "crash-1"
+    async with GatewayClient(gateway.url, gateway.tokens["admin"]) as client:
+        again = await client.command(
+            "decide", [iid], decision=Decision(kind=DecisionKind.APPROVE), key="crash-1"
+        )
+        assert again[0].outcome == "applied" and again[0].replayed
+        other = await client.command(
+            "decide", [iid], decision=Decision(kind=DecisionKind.REJECT, feedback="late")
+        )
+        assert other[0].outcome == "conflict"
+    assert (await _decided_once(stack, inv))["type"] == "approve"
+
+
+async def test_two_clients_deciding_at_once_deliver_one_decision(
+    gateway: Gateway, stack: RestateStack
+) -> None:
+    inv = send(stack.server.ingress_url, "IrqHuman/approve", {})
+    gateway.start()
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as a, \
+            GatewayClient(gateway.url, gateway.tokens["admin"]) as b:
+        iid = await _pending(a, inv)
+        await _pending(b, inv)
+        ra, rb = await asyncio.gather(
+            a.command("decide", [iid], decision=Decision(kind=DecisionKind.APPROVE)),
+            b.command("decide", [iid], decision=Decision(kind=DecisionKind.REJECT, feedback="x")),
+        )
+    assert sorted([ra[0].outcome, rb[0].outcome]) == ["applied", "conflict"]
+    winner = "approve" if ra[0].outcome == "applied" else "reject"
+    assert (await _decided_once(stack, inv))["type"] == winner
