@@ -224,12 +224,19 @@ def run_from_row(
         heartbeat_expected = False
         if pause_reason:
             details["paused_because"] = pause_reason
+            warnings.append(f"paused by Restate: {pause_reason}; resume retries now")
     elif status == "backing-off":
         state = RunState.BACKING_OFF
         heartbeat_expected = False
         details["next_retry_at"] = row.get("next_retry_at")
         details["last_failure"] = row.get("last_failure")
         details["last_failure_code"] = row.get("last_failure_error_code")
+        code = f" ({details['last_failure_code']})" if details["last_failure_code"] else ""
+        warnings.append(
+            f"backing off after attempt {row.get('retry_count') or '?'}: "
+            f"{str(row.get('last_failure') or 'unknown failure')[:300]}{code}; next retry at "
+            f"{row.get('next_retry_at') or '?'} (resume retries now)"
+        )
     elif pending:
         state = RunState.WAITING
         heartbeat_expected = status == "running"

@@ -103,6 +103,27 @@ async def charge(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+fragile = restate.Service(
+    "IrqFragile",
+    invocation_retry_policy=InvocationRetryPolicy(
+        initial_interval=timedelta(milliseconds=200), max_attempts=2, on_max_attempts="pause"
+    ),
+)
+
+
+@fragile.handler()
+async def call(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
+    """Fails every attempt: Restate pauses it after 2 attempts."""
+    inv = ctx.request().id
+
+    def call_psp() -> str:
+        record(f"{inv} call-psp")
+        raise RuntimeError("psp still unavailable")
+
+    await ctx.run_typed("call-psp", call_psp)
+    return {"ok": True}
+
+
 @beats.handler()
 async def work(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
     """An instrumented handler: beats to irq, holds a GPU, releases it when cancelled."""
@@ -117,4 +138,4 @@ async def work(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
-app = restate.app(services=[steps, human, flaky, beats])
+app = restate.app(services=[steps, human, flaky, beats, fragile])

@@ -97,6 +97,7 @@ async def test_backing_off_pause_resume_is_retry_now_and_cancel_does_not_wait(
     inv = send(stack.server.ingress_url, "IrqFlaky/charge", {})
     run = await until(adapter, inv, lambda r: r.state is RunState.BACKING_OFF, "backing_off")
     assert "psp unavailable" in str(run.details["last_failure"])
+    assert any("backing off after attempt 1" in w and "psp unavailable" in w for w in run.warnings)
     assert stack.lines(inv).count("call-psp") == 1  # next retry is 30 s away
     await adapter.pause(inv, reason="hold", identity="op")
     run = await until(adapter, inv, lambda r: r.state is RunState.PAUSED, "paused")
@@ -151,4 +152,19 @@ async def test_server_down_is_unreachable_then_recovers(
     run = await until(adapter, inv, lambda r: r.state is RunState.WAITING, "waiting again")
     assert run.interrupts
     assert any(r.native_id == inv for r in (await adapter.observe()).runs)
+    await adapter.terminate(inv, reason="cleanup", identity="op")
+
+
+async def test_paused_by_restate_after_max_attempts_says_why_and_resume_retries_now(
+    stack: RestateStack, adapter: RestateBackend
+) -> None:
+    inv = send(stack.server.ingress_url, "IrqFragile/call", {})
+    run = await until(adapter, inv, lambda r: r.state is RunState.PAUSED, "paused by Restate")
+    assert any(
+        w.startswith("paused by Restate: retries exhausted") and "psp still unavailable" in w
+        for w in run.warnings
+    ), run.warnings
+    assert stack.lines(inv).count("call-psp") == 2
+    await adapter.resume(inv, reason="retry now", identity="op")
+    await until_true(lambda: stack.lines(inv).count("call-psp") == 3, "the retry, now")
     await adapter.terminate(inv, reason="cleanup", identity="op")
