@@ -159,6 +159,13 @@ async def test_views_navigate_and_fleet_filters_by_state_backend_and_text(live_f
         assert app.screen is fleet
 
 
+async def _pause_reasons(app, run_id: str) -> list[str]:
+    """The reasons of every pause of ``run_id`` in the gateway's audit, oldest first."""
+    audit = await app.source.query("audit", limit=500)
+    pauses = [a for a in audit if a.get("action") == "pause" and a.get("target") == run_id]
+    return [a["reason"] for a in sorted(pauses, key=lambda a: a["at"])]
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_pause_shows_plan_defaults_to_no_then_pauses_and_resumes(live_fleet, size):
     app = live_app(live_fleet)
@@ -170,6 +177,8 @@ async def test_pause_shows_plan_defaults_to_no_then_pauses_and_resumes(live_flee
         assert isinstance(fleet, FleetScreen)
         await filter_list(pilot, run_id.split("/", 1)[1])
         assert fleet.table.selected_id == run_id
+        # the fleet is shared by both sizes: the other size may have paused this run already
+        pauses_before = await _pause_reasons(app, run_id)
 
         await pilot.press("p")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "confirm dialog")
@@ -195,9 +204,8 @@ async def test_pause_shows_plan_defaults_to_no_then_pauses_and_resumes(live_flee
         await pilot.press("enter")
         await until(pilot, lambda: live_state(app, run_id) is RunState.PAUSED, "run paused")
         # the audit holds every command sent before this one: No sent no pause
-        audit = await app.source.query("audit", limit=500)
-        pauses = [a for a in audit if a.get("action") == "pause" and a.get("target") == run_id]
-        assert [a["reason"] for a in pauses] == ["tui test: GPU needed elsewhere"], pauses
+        pauses = await _pause_reasons(app, run_id)
+        assert pauses == [*pauses_before, "tui test: GPU needed elsewhere"], pauses
 
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "resume dialog")
