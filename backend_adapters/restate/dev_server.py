@@ -89,18 +89,23 @@ class RestateServer:
             "DO_NOT_TRACK": "1",
         }
 
-    def start(self, timeout_s: float = 60.0) -> None:
+    def process(self, log: Path | None = None) -> ChildProcess:
+        """The server as a child process, not started (``ready`` = the admin API answers)."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        self.child = ChildProcess(
-            name="restate-server",
+        return ChildProcess(
+            name="restate",
             argv=[restate_server_binary(), "--base-dir", str(self.base_dir), "--no-logo"],
-            log=self.base_dir / "restate-server.log",
+            log=log or self.base_dir / "restate-server.log",
             env=self.env(),
+            ready=self.answers,
         )
-        self.child.start()
-        _wait(self._answers, "restate-server", timeout_s, self.child)
 
-    def _answers(self) -> bool:
+    def start(self, timeout_s: float = 60.0) -> None:
+        self.child = self.process()
+        self.child.start()
+        _wait(self.answers, "restate-server", timeout_s, self.child)
+
+    def answers(self) -> bool:
         try:
             reply = httpx.post(
                 f"{self.admin_url}/query",
@@ -145,23 +150,30 @@ class HypercornService:
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
 
-    def start(self, timeout_s: float = 60.0) -> None:
-        self.child = ChildProcess(
-            name="restate-service",
+    def process(self) -> ChildProcess:
+        """The service as a child process, not started (``ready`` = it answers HTTP)."""
+        return ChildProcess(
+            name="rs-svc",
             # --workers 0: one process serves the app, so a SIGKILL/SIGSTOP of this pid hits
             # the handler itself (with workers, hypercorn forks one that lives on)
             argv=[
                 sys.executable, "-m", "hypercorn", self.app,
                 "--bind", f"{HOST}:{self.port}", "--workers", "0",
+                # Restate holds its HTTP/2 connections open: do not wait long for them on stop
+                "--graceful-timeout", "2",
             ],
             log=self.log,
             env=self.env,
             cwd=self.cwd,
+            ready=self.answers,
         )
-        self.child.start()
-        _wait(self._answers, "hypercorn service", timeout_s, self.child)
 
-    def _answers(self) -> bool:
+    def start(self, timeout_s: float = 60.0) -> None:
+        self.child = self.process()
+        self.child.start()
+        _wait(self.answers, "hypercorn service", timeout_s, self.child)
+
+    def answers(self) -> bool:
         try:
             httpx.get(f"{self.url}/discover", timeout=2.0)
         except httpx.HTTPError:

@@ -59,13 +59,15 @@ DEFAULT_PORT = 7433
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 #: what the demo's agent token may report heartbeats for: the DBOS fleet's runs (context
-#: ``local``, the default of its backend URL); Temporal's heartbeats are native, not pushed
-DEMO_AGENT_SCOPES = ("dbos:local",)
+#: ``local``, the default of its backend URL) and the Restate handlers' (``restate:local``);
+#: Temporal's heartbeats are native, not pushed
+DEMO_AGENT_SCOPES = ("dbos:local", "restate:local")
 
 #: (name, module that must be importable, module exposing ``demo_extension``)
 EXTENSIONS: list[tuple[str, str, str]] = [
     ("temporal", "temporalio", "console.demo.temporal.fleet"),
     ("langgraph", "langgraph_api", "console.demo.langgraph.fleet"),
+    ("restate", "restate", "console.demo.restate.fleet"),
 ]
 
 #: printed when the demo runs without the TUI: how to talk to it from the command line

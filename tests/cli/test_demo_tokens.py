@@ -19,6 +19,7 @@ def test_demo_agent_token_may_report_only_the_dbos_fleet_runs(irq_home: Path):
     assert agent.may_report("dbos", "local", "release-train-00-0001")
     assert not agent.may_report("dbos", "prod", "release-train-00-0001")
     assert not agent.may_report("temporal", "local", "release-train-0001")
+    assert agent.may_report("restate", "local", "inv_1abc")  # the Restate lane's handlers
 
 
 def test_an_unscoped_agent_token_of_an_older_demo_is_replaced(irq_home: Path):
@@ -33,5 +34,5 @@ def test_an_unscoped_agent_token_of_an_older_demo_is_replaced(irq_home: Path):
     assert json.loads(paths.tokens.read_text())["agent"] == tokens.agent
     agent = TokenStore(tokens_path()).authenticate(tokens.agent)
     assert agent is not None and agent.scopes is not None
-    assert [str(s) for s in agent.scopes] == ["dbos:local"]
+    assert [str(s) for s in agent.scopes] == ["dbos:local", "restate:local"]
     assert ensure_tokens(paths) == tokens  # the scoped one is reused

@@ -1,0 +1,143 @@
+"""The Restate part of ``irq demo`` (loaded by ``console.demo.launcher`` when the ``restate``
+extra is installed and ``make install`` put the npm ``restate-server`` in ``.venv/restate``).
+
+:func:`demo_extension` gives the launcher three processes, each stopped by its pid:
+
+- ``restate``: ``restate-server`` on free loopback ports, data in ``<demo dir>/restate/``;
+- ``rs-svc``: the handlers of ``services.py`` under hypercorn (an agent: it gets the
+  demo's agent URL and token, so the report handler's heartbeats reach irq);
+- ``rs-feed``: ``python -m console.demo.restate.fleet feeder``: registers the service with
+  the server, then keeps one invocation per lane going.
+
+The backend URL it adds to the gateway is ``restate+http://127.0.0.1:ADMIN?ingress=...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import os
+import random
+import time
+from typing import TYPE_CHECKING
+
+import httpx
+
+if TYPE_CHECKING:
+    from console.demo.launcher import DemoEnvironment, DemoExtension
+
+log = logging.getLogger("irq.demo.restate")
+
+APP = "console.demo.restate.services:app"
+#: lane -> (target, body)
+LANES: dict[str, tuple[str, dict[str, object]]] = {
+    "refund": ("DemoRefunds/refund", {"order": "A-1001", "amount": 120}),
+    "clarify": ("DemoSupport/clarify", {}),
+    "report": ("DemoReports/nightly", {}),
+    "payment": ("DemoPayments/charge", {"amount": 49}),
+}
+RESTART_DELAY_S = (6.0, 15.0)
+
+
+def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
+    """The server, the service and the feeder; None without restate-server or restate-sdk."""
+    if importlib.util.find_spec("restate") is None:
+        return None
+    from backend_adapters.restate.dev_server import (
+        HypercornService,
+        RestateServer,
+        restate_server_binary,
+    )
+    from console.demo.launcher import DemoExtension, say
+    from console.processes import ChildProcess
+
+    try:
+        restate_server_binary()
+    except FileNotFoundError as exc:
+        say(f"irq demo: no Restate agents: {exc}")
+        return None
+    server = RestateServer(base_dir=env.demo_dir / "restate")
+    service = HypercornService(app=APP, cwd=env.demo_dir, log=env.demo_dir / "restate-service.log")
+    feeder = ChildProcess(
+        name="rs-feed",
+        argv=[env.python, "-m", "console.demo.restate.fleet", "feeder", "--admin",
+              server.admin_url, "--ingress", server.ingress_url, "--service", service.url],
+        log=env.demo_dir / "restate-feeder.log",
+    )
+    return DemoExtension(
+        name="restate",
+        backends=[server.backend_url()],
+        servers=[server.process(log=env.demo_dir / "restate-server.log")],
+        agents=[service.process(), feeder],
+    )
+
+
+def _register(http: httpx.Client, admin: str, service: str) -> None:
+    while True:
+        try:
+            reply = http.post(f"{admin}/deployments", json={"uri": service, "force": True})
+            if reply.status_code < 300:
+                log.info("registered %s", service)
+                return
+            log.warning("register %s: %s %s", service, reply.status_code, reply.text[:200])
+        except httpx.HTTPError as exc:
+            log.warning("register %s: %s", service, exc)
+        time.sleep(1.0)
+
+
+def _live_targets(http: httpx.Client, admin: str) -> set[str]:
+    reply = http.post(
+        f"{admin}/query",
+        json={"query": "SELECT target FROM sys_invocation WHERE status <> 'completed'"},
+        headers={"accept": "application/json"},
+    )
+    reply.raise_for_status()
+    return {str(row.get("target")) for row in reply.json().get("rows", [])}
+
+
+def feed(admin: str, ingress: str, service: str, *, once: bool = False) -> None:
+    rng = random.Random(os.getpid())
+    due: dict[str, float] = {}
+    fed: set[str] = set()
+    with httpx.Client(timeout=10) as http:
+        _register(http, admin, service)
+        while True:
+            try:
+                live = _live_targets(http, admin)
+                now = time.monotonic()
+                for lane, (target, body) in LANES.items():
+                    if target in live:
+                        due.pop(lane, None)
+                        continue
+                    if lane in fed and lane not in due:
+                        due[lane] = now + rng.uniform(*RESTART_DELAY_S)
+                    if now < due.get(lane, now):
+                        continue
+                    sent = http.post(f"{ingress}/{target}/send", json=body).json()
+                    due.pop(lane, None)
+                    fed.add(lane)
+                    log.info("lane %s: started %s", lane, sent.get("invocationId"))
+            except (httpx.HTTPError, ValueError) as exc:
+                log.warning("restate: %s", exc)
+            if once:
+                return
+            time.sleep(2.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="irq demo: Restate lanes")
+    sub = parser.add_subparsers(dest="command", required=True)
+    feeder = sub.add_parser("feeder", help="register the service, keep one invocation per lane")
+    feeder.add_argument("--admin", required=True)
+    feeder.add_argument("--ingress", required=True)
+    feeder.add_argument("--service", required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
+    feed(args.admin, args.ingress, args.service)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
