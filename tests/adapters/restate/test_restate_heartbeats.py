@@ -149,3 +149,49 @@ def test_cancel_makes_the_handler_release_its_gpu_and_irq_sees_it(fleet: Fleet) 
         "gpu-0 released in irq",
     )
     assert gpu["on_cancel"] == "release" and run["state"] == "cancelled"
+
+
+def test_hang_detection_irq_versus_restate_with_short_service_timeouts(fleet: Fleet) -> None:
+    """With the service's inactivity and abort timeouts cut to 3 s + 3 s, Restate itself notices
+    the frozen service (backing-off, RT0001 'abort timeout'); irq's heartbeat view says late
+    first. Both times are printed for the README."""
+    import httpx
+
+    admin = fleet.server.admin_url
+    reply = httpx.patch(
+        f"{admin}/services/IrqBeats",
+        json={"inactivity_timeout": "3s", "abort_timeout": "3s"},
+        timeout=10,
+    )
+    assert reply.status_code == 200, reply.text
+    inv = send(fleet.server.ingress_url, "IrqBeats/work", {"slow_s": 60})
+    eventually(
+        lambda: (r := fleet.run(inv)) and r["heartbeat_at"] and r["state"] == "running" and r,
+        "the handler's heartbeats in irq runs",
+    )
+    assert (fleet.run(inv) or {})["abort_timeout_s"] == 6.0
+    pid = fleet.service.child.pid if fleet.service.child else None
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        eventually(
+            lambda: (r := fleet.run(inv))
+            and ({"late", "lost"} & {r["state"], r.get("suspected_state")}),
+            "irq to say late",
+            timeout_s=30,
+        )
+        irq_s = time.monotonic() - stopped
+        row = eventually(
+            lambda: (x := invocation(admin, inv)).get("status") == "backing-off" and x,
+            "Restate to notice the hang",
+            timeout_s=60,
+        )
+        restate_s = time.monotonic() - stopped
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    print(f"SIGSTOP: irq late after {irq_s:.1f}s; Restate backing-off after {restate_s:.1f}s "
+          f"({row.get('last_failure_error_code')}: {row.get('last_failure')})")
+    assert irq_s < restate_s
+    assert row.get("last_failure_error_code") == "RT0001"
+    httpx_kill(admin, inv)
