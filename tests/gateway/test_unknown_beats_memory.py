@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 
 from console.gateway.auth import create_token
 from console.model import Role
@@ -54,6 +54,24 @@ def _masked_text_frame(payload: bytes) -> bytes:
     return head + b"\0\0\0\0" + payload
 
 
+async def _pong(ws: ClientConnection, tag: str) -> None:
+    """Wait for the gateway to have read up to here. A ping over the budget is dropped like
+    any frame (the gateway says so with a rate_limited error): then ask again."""
+    for attempt in range(100):
+        ping = f"{tag}.{attempt}"
+        await ws.send(json.dumps({"type": "ping", "id": ping}))
+        deadline = time.monotonic() + 2.0
+        try:
+            while True:
+                reply = json.loads(await asyncio.wait_for(
+                    ws.recv(), max(0.01, deadline - time.monotonic())))
+                if reply == {"type": "pong", "id": ping}:
+                    return
+        except TimeoutError:
+            continue
+    raise AssertionError("the gateway never answered a ping")
+
+
 async def _flood(url: str, token: str, lane: int, count: int, sent: list[int]) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     async with connect(url + "/agent", additional_headers=headers) as ws:
@@ -66,9 +84,7 @@ async def _flood(url: str, token: str, lane: int, count: int, sent: list[int]) -
             ws.transport.write(b"".join(  # the flood costs the test process next to nothing
                 _masked_text_frame(f'{head}"ghost-{lane}-{i}"{tail}'.encode())
                 for i in range(start, min(count, start + BATCH))))
-            await ws.send(json.dumps({"type": "ping", "id": str(start)}))
-            while json.loads(await ws.recv()).get("type") != "pong":
-                pass  # rate_limited notices, if any
+            await _pong(ws, str(start))
             sent[lane] = min(count, start + BATCH)
 
 
@@ -119,6 +135,7 @@ async def test_flooding_unknown_run_ids_keeps_the_gateway_rss_flat(tmp_path: Pat
           f"{held['runs']} runs / {held['bytes']} bytes, evicted {held['evicted']}; "
           f"rate-limited {stats['counters'].get('agent_rate_limited', 0)}")
     assert held["runs"] <= held["max_runs"] and held["bytes"] <= held["max_bytes"]
-    assert held["evicted"] + held["runs"] + stats["counters"].get("agent_rate_limited", 0) \
-        == TOTAL
+    limited = stats["counters"].get("agent_rate_limited", 0)  # beats and pings over budget
+    assert held["evicted"] + held["runs"] <= TOTAL <= held["evicted"] + held["runs"] + limited
+    assert held["evicted"] >= TOTAL // 2  # the store filled and turned over many times
     assert peak - warm_rss < GROWTH_BOUND_MB, (warm_rss, peak)
