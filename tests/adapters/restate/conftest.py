@@ -5,35 +5,14 @@ hypercorn, registered with ``POST /deployments``, and the adapter as the registr
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from restate_scenarios import HERE, RestateStack
 
 from backend_adapters.base import MemoryPauseLedger
 from backend_adapters.registry import open_backend
 from backend_adapters.restate.adapter import RestateBackend
 from backend_adapters.restate.dev_server import HypercornService, RestateServer
-
-HERE = Path(__file__).parent
-
-
-@dataclass
-class RestateStack:
-    server: RestateServer
-    service: HypercornService
-    steps_file: Path
-
-    def lines(self, inv: str) -> list[str]:
-        """What the service's handlers recorded for invocation ``inv`` (outside Restate)."""
-        if not self.steps_file.exists():
-            return []
-        out = []
-        for line in self.steps_file.read_text().splitlines():
-            head, _, rest = line.partition(" ")
-            if head == inv:
-                out.append(rest)
-        return out
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from backend_adapters.restate.dev_server import HypercornService, RestateServer
+
+HERE = Path(__file__).parent
+
+
+@dataclass
+class RestateStack:
+    server: RestateServer
+    service: HypercornService
+    steps_file: Path
+
+    def lines(self, inv: str) -> list[str]:
+        """What the service's handlers recorded for invocation ``inv`` (outside Restate)."""
+        if not self.steps_file.exists():
+            return []
+        out = []
+        for line in self.steps_file.read_text().splitlines():
+            head, _, rest = line.partition(" ")
+            if head == inv:
+                out.append(rest)
+        return out
 
 
 def send(ingress: str, target: str, body: dict[str, Any]) -> str:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import RestateStack
-from restate_scenarios import invocation, send, wait_for
+from restate_scenarios import RestateStack, invocation, send, wait_for
 
 from backend_adapters.base import Conflict, InvalidInput
 from backend_adapters.restate.adapter import RestateBackend

@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import RestateStack
-from restate_scenarios import invocation, send
+from restate_scenarios import RestateStack, invocation, send
 
 from console.client import GatewayClient, GatewayUnreachable
 from console.gateway.auth import create_token

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import RestateStack
-from restate_scenarios import send
+from restate_scenarios import RestateStack, send
 
 from console.processes import stop_process
 from tests.cli.cli_harness import INTERRUPT_FIELDS, RUN_FIELDS, ServedGateway, irq, start_gateway
@@ -101,3 +100,10 @@ def test_irq_runs_inbox_approve_and_cancel_through_a_real_gateway(
         lambda: (_run(env, other_id) or {}).get("state") == "cancelled", "the run cancelled"
     )
     assert "released" in stack.lines(other)
+    audit = irq("audit", "-o", "json", env=env)
+    assert audit.code == 0, audit.stderr
+    entries = json.loads(audit.stdout)
+    cancel = next(e for e in entries if e["target"] == other_id and e["action"] == "cancel")
+    assert cancel["outcome"] == "applied" and cancel["reason"] == "not needed"
+    assert "PATCH /invocations/{id}/cancel" in cancel["plan"]["operations"]
+    assert any(e["target"] == interrupt["id"] and e["outcome"] == "applied" for e in entries)

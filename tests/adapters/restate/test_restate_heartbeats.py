@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import HERE
-from restate_scenarios import invocation, send
+from restate_scenarios import HERE, invocation, send
 
 from backend_adapters.restate.dev_server import HypercornService, RestateServer
 from console.processes import stop_process
