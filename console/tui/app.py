@@ -55,6 +55,7 @@ from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.help import HelpScreen, KeyHelp
 from console.tui.screens.inbox import InboxScreen, args_text
 from console.tui.screens.run_detail import RunDetailScreen
+from console.tui.scrollbars import use_mode_scrollbars
 from console.tui.state_display import glyphs
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.results_dialog import ResultsDialog
@@ -109,6 +110,7 @@ class IrqApp(App[None]):
         self.keymap = dict(keymap or {})
         self.ascii_only = ascii_only
         self.glyphs = glyphs(ascii_only)
+        use_mode_scrollbars()  # block-free scrollbars while this app is ASCII-only
         self.clock = clock
         self.flush_interval = flush_interval
         self.tick_interval = tick_interval
@@ -367,6 +369,13 @@ class IrqApp(App[None]):
         rows.append(KeyHelp(self._key_display("ctrl+q"), "quit", "quit", ""))
         self.push_screen(HelpScreen(screen.VIEW_NAME or "irq", rows, self.ascii_only))
 
+    def get_key_display(self, binding: Binding) -> str:
+        """Textual's key names (``↑``, ``⏎``, ``⌫``...), or the key's own name in ASCII mode."""
+        shown = super().get_key_display(binding)
+        if self.ascii_only and not shown.isascii():
+            return binding.key
+        return shown
+
     def _key_display(self, key: str) -> str:
         return self.get_key_display(Binding(key.strip(), ""))
 
@@ -532,7 +541,7 @@ class IrqApp(App[None]):
             results = await self.source.command(action, targets, reason=reason,
                                                 decision=decision)
         except GatewayError as exc:
-            unknown = " — it may or may not have been applied: check :audit"
+            unknown = f" {self.glyphs.dash} it may or may not have been applied: check :audit"
             return [CommandResult(id="", action=action.value, target=t, outcome="failed",
                                   detail=exc.message + (unknown if exc.code == "unreachable"
                                                         else ""), error=exc.code)
@@ -592,7 +601,8 @@ class IrqApp(App[None]):
     def _sort(self, args: tuple[str, ...]) -> None:
         keys = [k.value for k in SORT_CYCLE]
         if not args or args[0] not in keys:
-            self.notify(f":sort KEY [desc] — KEY one of {', '.join(keys)}", severity="error")
+            self.notify(f":sort KEY [desc] {self.glyphs.dash} KEY one of {', '.join(keys)}",
+                        severity="error")
             return
         self.show_view("fleet")
         reverse = len(args) > 1 and args[1].lower() in ("desc", "reverse", "-")

@@ -35,11 +35,13 @@ class PaletteEntry:
 
 
 def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry]:
+    dash = app.glyphs.dash
     entries = [
-        PaletteEntry("Go to fleet", ":runs — every run", partial(app.show_view, "fleet")),
-        PaletteEntry("Go to inbox", ":inbox — pending interrupts",
+        PaletteEntry("Go to fleet", f":runs {dash} every run", partial(app.show_view, "fleet")),
+        PaletteEntry("Go to inbox", f":inbox {dash} pending interrupts",
                      partial(app.show_view, "inbox")),
-        PaletteEntry("Go to audit", ":audit — recent commands", partial(app.show_view, "audit")),
+        PaletteEntry("Go to audit", f":audit {dash} recent commands",
+                     partial(app.show_view, "audit")),
         PaletteEntry("Show late and lost runs", "/state:late,lost",
                      partial(app.filter_fleet, "state:late,lost")),
         PaletteEntry("Show runs waiting for a decision", "/state:waiting",
@@ -56,14 +58,15 @@ def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry
             for name, action in RUN_ACTIONS.items():
                 entries.append(PaletteEntry(
                     f"{name.capitalize()} {runs[0]}{suffix}",
-                    f":{name} — plan and confirmation first",
+                    f":{name} {dash} plan and confirmation first",
                     partial(app.request_action, action, runs)))
         intr = screen.selected_interrupt()
         if intr is not None:
             for name, kind in DECISIONS.items():
                 if kind in intr.allowed_decisions:
                     entries.append(PaletteEntry(
-                        f"{name.capitalize()} “{intr.title}”{suffix}", f":{name} {intr.id}",
+                        f"{name.capitalize()} {quote(app, intr.title)}{suffix}",
+                        f":{name} {intr.id}",
                         partial(app.request_decision, kind, intr.id)))
         entries.append(PaletteEntry("Keys of this screen", "?", partial(app.show_help, screen)))
     return entries
@@ -113,3 +116,8 @@ def _highlight(matcher: Matcher, text: str) -> Content:
         if not text[offset].isspace():
             content = content.stylize(matcher.match_style, offset, offset + 1)
     return content
+
+
+def quote(app: IrqApp, title: str) -> str:
+    """“title”, or "title" in ASCII mode."""
+    return f'"{title}"' if app.ascii_only else f"“{title}”"

@@ -77,8 +77,8 @@ def summary(run: Run, state: RunState, now: datetime, g: GlyphSet) -> Renderable
         extras.append(f"started {_ts(run.started_at)}")
     if run.attempt is not None:
         extras.append(f"attempt {run.attempt}")
-    extras.append(f"updated {format_age((now - run.updated_at).total_seconds())} ago")
-    grid.add_row("", Text(" · ".join(extras), style="dim"))
+    extras.append(f"updated {format_age((now - run.updated_at).total_seconds(), g.none)} ago")
+    grid.add_row("", Text(f" {g.separator} ".join(extras), style="dim"))
     return grid
 
 
@@ -122,7 +122,8 @@ def journal(steps: Iterable[JournalStep], g: GlyphSet) -> RenderableType:
     table.add_column("DONE", no_wrap=True)
     for step in steps[-40:]:
         if step.status == "completed":
-            status = Text(f"{g.states[RunState.COMPLETED]} done · journaled", style="green")
+            status = Text(f"{g.states[RunState.COMPLETED]} done {g.separator} journaled",
+                          style="green")
         elif step.status == "in_flight":
             status = Text(f"{g.states[RunState.RUNNING]} in flight: re-runs on resume",
                           style="bold yellow")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
+
 from console.model import RunState
 
 #: order in which states need an operator's attention (the default sort)
@@ -64,6 +66,8 @@ class GlyphSet:
     bullet: str
     arrow_up: str
     arrow_down: str
+    separator: str  # between items on one line: "started 3m · attempt 2"
+    dash: str  # before an explanation: "refused — role viewer"
 
 
 UNICODE = GlyphSet(
@@ -92,6 +96,8 @@ UNICODE = GlyphSet(
     bullet="•",
     arrow_up="↑",
     arrow_down="↓",
+    separator="·",
+    dash="—",
 )
 
 ASCII = GlyphSet(
@@ -120,6 +126,8 @@ ASCII = GlyphSet(
     bullet="*",
     arrow_up="^",
     arrow_down="v",
+    separator="|",
+    dash="-",
 )
 
 
@@ -176,6 +184,18 @@ def truncate(text: str, width: int, ellipsis: str = "…") -> str:
     if width <= len(ellipsis):
         return text[:width]
     return text[: width - len(ellipsis)] + ellipsis
+
+
+def truncate_text(text: Text, width: int, g: GlyphSet) -> None:
+    """Cut a styled line to ``width`` cells in place, ending with the glyph set's ellipsis
+    (Rich's own ``overflow="ellipsis"`` always draws ``…``)."""
+    if text.cell_len <= width:
+        return
+    if width <= len(g.ellipsis):
+        text.truncate(max(0, width), overflow="crop")
+        return
+    text.truncate(width - len(g.ellipsis), overflow="crop")
+    text.append(g.ellipsis)
 
 
 def truncate_middle(text: str, width: int, ellipsis: str = "…") -> str:

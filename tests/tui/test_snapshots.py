@@ -134,8 +134,8 @@ def test_edit_dialog_with_validation_error(snap_compare, size):
 
 
 def test_ascii_only_fleet_with_the_pause_dialog_open(snap_compare):
-    """IRQ_ASCII: the fleet (every character ASCII) with a bordered dialog over it (ASCII
-    borders; other symbols in dialogs and the help screen are not all ASCII yet)."""
+    """IRQ_ASCII: the fleet with a bordered dialog over it, every character ASCII (borders,
+    the plan's separators, the hint line)."""
     async def pause(pilot: Any) -> None:
         await settle(pilot)
         app = pilot.app
@@ -145,7 +145,7 @@ def test_ascii_only_fleet_with_the_pause_dialog_open(snap_compare):
         await pilot.press("p")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the pause dialog")
         await pilot.pause(0.3)
-        assert not box_drawing(screen_text(app)), "ASCII mode draws box-drawing borders"
+        assert not not_ascii(screen_text(app)), not_ascii(screen_text(app))
 
     assert snap_compare(recorded_app(ascii_only=True), terminal_size=(80, 24), run_before=pause)
 
@@ -162,43 +162,65 @@ def box_drawing(text: str) -> set[str]:
     return {c for c in text if 0x2500 <= ord(c) <= 0x257F}
 
 
+def not_ascii(text: str) -> set[str]:
+    return {c for c in text if not c.isascii()}
+
+
 @pytest.mark.parametrize("ascii_only", [True, False], ids=["ascii", "unicode"])
-async def test_ascii_only_draws_every_border_in_ascii(ascii_only):
-    """Fleet, pause dialog, help, inbox, audit and run detail: with IRQ_ASCII no screen has a
-    box-drawing character; without it the same screens do (the check can see them)."""
+async def test_ascii_only_draws_every_screen_in_ascii(ascii_only):
+    """Fleet, pause dialog, run detail, help, inbox, approve and edit dialogs, audit: with
+    IRQ_ASCII every character on every screen is ASCII (borders, scrollbars, sparklines,
+    arrows, separators, state symbols, ellipses); without it every one of the same screens
+    draws some Unicode, so the check can see a non-ASCII character there."""
     app = recorded_app(ascii_only=ascii_only)
     found: dict[str, set[str]] = {}
+
+    def look(name: str) -> None:
+        found[name] = not_ascii(screen_text(app))
+
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         fleet = app.screen
         assert isinstance(fleet, FleetScreen)
-        found["fleet"] = box_drawing(screen_text(app))
-        if ascii_only:  # the fleet's state symbols too: every character is ASCII
-            assert screen_text(app).isascii(), sorted(set(screen_text(app)) - set(map(chr, range(128))))
+        look("fleet")
         fleet.table.select(first_live_run(app))
         await pilot.press("p")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the pause dialog")
         await pilot.pause(0.3)
-        found["pause dialog"] = box_drawing(screen_text(app))
+        look("pause dialog")
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is fleet and not app.mutation_pending, "fleet")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, RunDetailScreen), "run detail")
         await pilot.pause(0.3)
-        found["run detail"] = box_drawing(screen_text(app))
+        look("run detail")
         await pilot.press("escape")
         for name, key, screen in (("help", "question_mark", HelpScreen),
                                   ("inbox", "2", InboxScreen), ("audit", "3", AuditScreen)):
             await pilot.press(key)
             await until(pilot, lambda s=screen: isinstance(app.screen, s), name)  # type: ignore[misc]
             await pilot.pause(0.3)
-            found[name] = box_drawing(screen_text(app))
+            look(name)
             if name == "help":
                 await pilot.press("escape")
+            if name == "inbox":
+                inbox = app.screen
+                assert isinstance(inbox, InboxScreen)
+                for dialog, decision in (("approve dialog", "a"), ("edit dialog", "e")):
+                    inbox.table.move_cursor(row=inbox._shown.index(refund_interrupt(app)))  # noqa: SLF001
+                    await pilot.press(decision)
+                    await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), dialog)
+                    await pilot.pause(0.3)
+                    look(dialog)
+                    await pilot.press("escape")
+                    await until(pilot, lambda i=inbox: app.screen is i  # type: ignore[misc]
+                                and not app.mutation_pending, "inbox")
+    assert len(found) == 8, found
     if ascii_only:
         assert found == {name: set() for name in found}, found
     else:
-        assert found["pause dialog"], "the unicode dialog has box-drawing borders"
+        assert all(found.values()), found
+        assert box_drawing("".join(found["pause dialog"])), "the unicode dialog has box-drawing borders"
 
 
 def test_fleet_no_color_reads_by_symbols(snap_compare, monkeypatch):

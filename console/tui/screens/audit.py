@@ -118,7 +118,7 @@ class AuditScreen(ViewScreen):
         text.append(inert(f"by {e.identity} ({e.role}) at {e.at.isoformat(timespec='seconds')}: "))
         text.append(inert(e.outcome, OUTCOME_STYLE.get(e.outcome, "")))
         if e.detail:
-            text.append(f" — {terminal_safe(e.detail)}")
+            text.append(f" {self.irq.glyphs.dash} {terminal_safe(e.detail)}")
         if e.reason:
             text.append(f"\nreason: {terminal_safe(e.reason)}")
         if e.plan:

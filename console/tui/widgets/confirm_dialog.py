@@ -117,7 +117,8 @@ class ConfirmDialog(ModalScreen[ConfirmOutcome | None]):
                 yield Button("No", id="no", compact=True)
                 yield Button(f"Yes, {self.verb}", id="yes", compact=True,
                              variant="error" if self.has_class("-danger") else "warning")
-            yield Static("Tab: next · Enter on a button · Esc: No", id="hint")
+            sep = self.glyphs.separator
+            yield Static(f"Tab: next {sep} Enter on a button {sep} Esc: No", id="hint")
 
     def on_mount(self) -> None:
         if self.editor is not None:

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console.terminal_text import terminal_safe
-from console.tui.state_display import UNICODE, GlyphSet, format_age
+from console.tui.state_display import UNICODE, GlyphSet, format_age, truncate_text
 
 
 @dataclass
@@ -78,7 +78,7 @@ def header_text(info: HeaderInfo, width: int, g: GlyphSet = UNICODE) -> Text:
     right.append(" ")
     room = width - right.cell_len
     if left.cell_len > room - 1:
-        left.truncate(max(0, room - 1), overflow="ellipsis")
+        truncate_text(left, max(0, room - 1), g)
     pad = max(1, width - left.cell_len - right.cell_len)
     return left + Text(" " * pad) + right
 

@@ -8,7 +8,14 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console.model import RunState
-from console.tui.state_display import ATTENTION_ORDER, STATE_LABEL, STATE_TONE, UNICODE, GlyphSet
+from console.tui.state_display import (
+    ATTENTION_ORDER,
+    STATE_LABEL,
+    STATE_TONE,
+    UNICODE,
+    GlyphSet,
+    truncate_text,
+)
 
 TONE_STYLE = {
     "ok": "green",
@@ -40,7 +47,7 @@ def summary_text(counts: Counter[RunState], shown: int, total: int, sort: str, r
         if left.cell_len <= room:
             break
     if left.cell_len > room:
-        left.truncate(max(0, room), overflow="ellipsis")
+        truncate_text(left, max(0, room), g)
     pad = max(1, width - left.cell_len - right.cell_len)
     return left + Text(" " * pad) + right
 
