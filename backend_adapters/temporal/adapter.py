@@ -61,7 +61,6 @@ from backend_adapters.temporal.payloads import (
 from backend_adapters.temporal.request_budget import RefreshPlanner, TokenBucket
 from backend_adapters.temporal.state_mapping import (
     BACKEND,
-    STUCK_WORKFLOW_TASK_S,
     ActivityView,
     RunEvidence,
     activities_from_describe,
@@ -89,6 +88,10 @@ from console.model import (
 RUNNING_QUERY = "ExecutionStatus = 'Running'"
 #: visibility is updated asynchronously: incremental queries look back this far
 LIST_SLACK_S = 10.0
+#: the most of the request budget the incremental listing may spend: at a fast poll it runs
+#: less often than every poll, so describes (the only source of heartbeat facts) always get
+#: the rest
+LISTING_SHARE = 0.5
 _MOVING = {
     RunState.LATE,
     RunState.LOST,
@@ -151,6 +154,8 @@ class TemporalBackend:
         self._listed_at = utcnow()
         self._list_times: dict[str, datetime] = {}
         self._full_listed_mono: float | None = None
+        self._listed_mono: float | None = None  # the last listing, full or incremental
+        self._loss_unasked: set[str] = set()  # activity vanished, history not read yet
         self.server_version = ""
         self.truncated = False  # the last full list stopped at max_runs
         self._last_list_truncated = False
@@ -282,14 +287,20 @@ class TemporalBackend:
 
     async def observe(self) -> Observation:
         now = utcnow()
+        # runs whose liveness is in question are described before the listing spends the
+        # budget: whatever the poll interval, a silent run turns lost soon after the server
+        # times it out
+        first = self._choose_in_question(now)
+        await self._describe_many(first)
         missing = await self._refresh_listing(now)
         running_ids = set(self._listed)
         self.planner.forget(running_ids)
         for wid in list(self._described):
             if wid not in running_ids:
                 del self._described[wid]
+        self._loss_unasked &= running_ids
 
-        chosen = self._choose(running_ids, now)
+        chosen = self._choose(running_ids - set(first), now)
         await self._describe_many(chosen)
 
         # runs that left the running list without showing up as closed: deleted or aged out
@@ -325,7 +336,7 @@ class TemporalBackend:
         for wid, info in self._closed.items():
             run, _ = self._build(wid, info, now)
             runs.append(run)
-        self._dirty -= set(chosen)
+        self._dirty -= set(chosen) | set(first)
         return Observation(runs=runs, interrupts=interrupts, gone=gone, complete=not self.truncated)
 
     async def _refresh_listing(self, now: datetime) -> list[str]:
@@ -344,6 +355,11 @@ class TemporalBackend:
         full = self._full_listed_mono is None or (
             mono - self._full_listed_mono >= self.config.relist_s
         )
+        if not full and self._listed_mono is not None and (
+            mono - self._listed_mono < self._listing_interval_s()
+        ):
+            return missing  # listed recently enough for the budget: describes go first
+        self._listed_mono = mono
         if full:
             running = await self._list(self._query(RUNNING_QUERY), limit=self.config.max_runs)
             self.truncated = self._last_list_truncated
@@ -421,6 +437,21 @@ class TemporalBackend:
                 self._last_list_truncated = True
                 return out[:limit]
 
+    def _listing_interval_s(self) -> float:
+        """Seconds between incremental listings: their calls stay within LISTING_SHARE."""
+        calls = 3 if self._search_attribute_ok else 2
+        return calls / (self.config.rps * LISTING_SHARE)
+
+    def _choose_in_question(self, now: datetime) -> list[str]:
+        """Late runs and runs past their heartbeat deadline, within the budget (a quarter of
+        it stays for the others, as in :meth:`RefreshPlanner.pick`)."""
+        budget = max(0, int(self.bucket.available))
+        if budget >= 4:
+            budget -= int(budget * 0.25)
+        chosen = self.planner.in_question(self._listed, now=now)[:budget]
+        self.bucket.charge(len(chosen))
+        return chosen
+
     def _choose(self, running_ids: set[str], now: datetime) -> list[str]:
         budget = max(0, int(self.bucket.available))
         chosen = self.planner.pick(
@@ -467,12 +498,16 @@ class TemporalBackend:
         await self._check_heartbeat_loss(wid, describe, previous)
         deadline = None
         moving = False
+        late = wid in self._loss_unasked
         for act in acts:
-            if act.heartbeat_at and act.heartbeat_timeout_s and act.state == "started":
-                due = act.heartbeat_at + timedelta(seconds=act.heartbeat_timeout_s)
+            beat = act.heartbeat_at or act.last_started_at
+            if beat and act.heartbeat_timeout_s and act.state == "started":
+                due = beat + timedelta(seconds=act.heartbeat_timeout_s)
                 deadline = due if deadline is None else min(deadline, due)
-            moving = moving or activity_state(act, now) in _MOVING
-        self.planner.mark_described(wid, at=mono, deadline_at=deadline, moving=moving)
+            state = activity_state(act, now)
+            moving = moving or state in _MOVING
+            late = late or state is RunState.LATE
+        self.planner.mark_described(wid, at=mono, deadline_at=deadline, moving=moving, late=late)
         return describe
 
     @staticmethod
@@ -501,27 +536,35 @@ class TemporalBackend:
         """An activity that timed out with no retry left vanishes from describe: ask history.
 
         Asked when the workflow has no pending activity and either had one at the previous
-        describe or, first seen, has a workflow task waiting (what follows such a timeout).
+        describe or, first seen, has a workflow task waiting (what follows such a timeout, at
+        once: a worker that is alive takes it within milliseconds). A run whose activity just
+        vanished always gets its history read (charged to the budget, maybe into debt): it is
+        what tells ``lost`` from ``running``; a first-seen one waits for a free token and is
+        asked at a later describe (its liveness stays in question until then).
         """
         info = describe.get("workflowExecutionInfo") or {}
         if describe.get("pendingActivities") or (
             info.get("status") != "WORKFLOW_EXECUTION_STATUS_RUNNING"
         ):
             self._lost.pop(wid, None)
+            self._loss_unasked.discard(wid)
             return
         length = int(info.get("historyLength") or 0)
         known = self._lost.get(wid)
-        if known is not None and known[0] == length:
+        unasked = wid in self._loss_unasked
+        if known is not None and known[0] == length and not unasked:
             return
         had_activity = previous is not None and bool(previous.activities)
-        first_and_stuck = previous is None and (workflow_task_waiting_s(describe) or 0) > (
-            STUCK_WORKFLOW_TASK_S
-        )
-        if not (had_activity or first_and_stuck or (known is not None and known[1])):
+        first_and_waiting = previous is None and workflow_task_waiting_s(describe) is not None
+        if not (had_activity or unasked or first_and_waiting or (known is not None and known[1])):
             self._lost[wid] = (length, None)
             return
-        if not self.bucket.try_take():
+        if had_activity or unasked:
+            self.bucket.charge()
+        elif not self.bucket.try_take():
+            self._loss_unasked.add(wid)
             return
+        self._loss_unasked.discard(wid)
         try:
             page = await self.http.history(wid, reverse=True, page_size=8)
         except NotFound:

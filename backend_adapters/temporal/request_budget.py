@@ -66,6 +66,7 @@ class RefreshState:
     described_at: float | None = None  # monotonic time of the last describe
     deadline_at: datetime | None = None  # last heartbeat + heartbeat timeout
     moving: bool = False  # late / pausing / cancelling / backing off last time: look again
+    late: bool = False  # late or lost last time: its liveness is in question
 
 
 class RefreshPlanner:
@@ -82,9 +83,34 @@ class RefreshPlanner:
                 del self.states[wid]
 
     def mark_described(
-        self, wid: str, *, at: float, deadline_at: datetime | None, moving: bool
+        self,
+        wid: str,
+        *,
+        at: float,
+        deadline_at: datetime | None,
+        moving: bool,
+        late: bool = False,
     ) -> None:
-        self.states[wid] = RefreshState(described_at=at, deadline_at=deadline_at, moving=moving)
+        self.states[wid] = RefreshState(
+            described_at=at, deadline_at=deadline_at, moving=moving, late=late
+        )
+
+    def in_question(self, running: Iterable[str], *, now: datetime) -> list[str]:
+        """Runs whose liveness is in question, stalest describe first.
+
+        Late or lost at their last describe, or with a heartbeat deadline (last heartbeat +
+        timeout) already past: only a new describe tells whether the server has timed them
+        out, so they are described before any listing spends the budget.
+        """
+        out: list[tuple[float, str]] = []
+        for wid in running:
+            st = self.states.get(wid)
+            if st is None or st.described_at is None:
+                continue
+            past = st.deadline_at is not None and st.deadline_at <= now
+            if st.late or past:
+                out.append((st.described_at, wid))
+        return [wid for _, wid in sorted(out)]
 
     def order(
         self,
