@@ -114,10 +114,15 @@ async def test_gateway_killed_between_intent_and_call_delivers_once_after_restar
     decided = await _decided_once(stack, inv)
     assert decided["type"] == "approve" and decided["irq_command_id"] == "crash-1"
     async with GatewayClient(gateway.url, gateway.tokens["admin"]) as client:
-        again = await client.command(
-            "decide", [iid], decision=Decision(kind=DecisionKind.APPROVE), key="crash-1"
-        )
-        assert again[0].outcome == "applied" and again[0].replayed
+        deadline = time.monotonic() + 30
+        while True:  # the re-drive may still be confirming its delivery: ask again
+            again = await client.command(
+                "decide", [iid], decision=Decision(kind=DecisionKind.APPROVE), key="crash-1"
+            )
+            if again[0].error != "in_progress" or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert again[0].outcome == "applied" and again[0].replayed, again[0]
         other = await client.command(
             "decide", [iid], decision=Decision(kind=DecisionKind.REJECT, feedback="late")
         )
