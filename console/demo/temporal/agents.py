@@ -18,6 +18,10 @@ on pause; the locks are real ``flock``\\ s on files in the demo directory), cont
 last heartbeat after a pause or a crash, and releases per policy on pause and cancel. An
 unanswered interrupt is withdrawn after :data:`ASK_TIMEOUT_S` (30 min) and the lane starts
 over.
+
+The worker uses Worker Versioning and pins its workflows to the version that started them
+(``VERSIONING_BEHAVIOR_PINNED``), except ``eval-runner``, declared ``AUTO_UPGRADE`` on
+purpose: the one lane whose runs show irq's "application version not pinned" warning.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity, workflow
+from temporalio.common import VersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
     from backend_adapters.temporal.agent import (
@@ -229,9 +234,10 @@ class GpuTrainingAgent:
         return {"model": plan["model"], "train": trained, "evaluate": evaluated}
 
 
-@workflow.defn(name="eval-runner")
+@workflow.defn(name="eval-runner", versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
 class EvalRunnerAgent:
-    """Runs a regression suite shard by shard on a GPU slice, spending an eval budget."""
+    """Runs a regression suite shard by shard on a GPU slice, spending an eval budget.
+    Unpinned on purpose (AUTO_UPGRADE): the demo's one run with the version warning."""
 
     @workflow.init
     def __init__(self, plan: dict[str, Any]) -> None:

@@ -10,7 +10,10 @@ extra is installed).
 - ``t-worker``: ``python -m console.demo.temporal.fleet worker ...``: one Temporal worker
   for the demo agents (``agents.py``) that also keeps one workflow of every lane running,
   generation after generation, whatever the operator does to them (decide, cancel,
-  terminate); paused runs stay paused.
+  terminate); paused runs stay paused. It uses Worker Versioning (deployment
+  :data:`DEPLOYMENT`, build :data:`BUILD_ID`, made the current version once it polls), so
+  the demo's runs are pinned and carry no "version not pinned" warning, except the one lane
+  ``agents.py`` leaves unpinned on purpose.
 
 The backend URL it adds to the gateway is ``temporal+http://127.0.0.1:HTTP_PORT/default``.
 """
@@ -37,6 +40,13 @@ if TYPE_CHECKING:
 
 TASK_QUEUE = "irq-demo"
 NAMESPACE = "default"
+#: Worker Versioning: the demo worker's deployment and build id. Pinned runs are only ever
+#: given to a worker of the same build: change BUILD_ID only with code that cannot replay
+#: the runs a kept demo database holds (they then wait for a worker of the old build).
+DEPLOYMENT = "irq-demo"
+BUILD_ID = "1"
+#: seconds between attempts to make the worker's version current (it must poll first)
+CURRENT_VERSION_RETRY_S = 0.5
 #: seconds between a run closing and the next generation of its lane starting
 RESTART_DELAY_S = (8.0, 20.0)
 
@@ -158,11 +168,38 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+async def make_version_current(client: Client, identity: str, stop: asyncio.Event) -> bool:
+    """Make ``DEPLOYMENT:BUILD_ID`` the deployment's current version, so new workflows of
+    the task queue go to it. The server knows the version only once the worker has polled:
+    retry until it is accepted (or we are told to stop)."""
+    from temporalio.api.workflowservice.v1 import SetWorkerDeploymentCurrentVersionRequest
+    from temporalio.service import RPCError
+
+    request = SetWorkerDeploymentCurrentVersionRequest(
+        namespace=NAMESPACE, deployment_name=DEPLOYMENT, build_id=BUILD_ID, identity=identity
+    )
+    last = ""
+    while not stop.is_set():
+        try:
+            await client.workflow_service.set_worker_deployment_current_version(request)
+        except RPCError as exc:
+            if exc.message != last:
+                log.info("version %s:%s not current yet: %s", DEPLOYMENT, BUILD_ID, exc.message)
+                last = exc.message
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), CURRENT_VERSION_RETRY_S)
+            continue
+        log.info("version %s:%s is current", DEPLOYMENT, BUILD_ID)
+        return True
+    return False
+
+
 async def serve(
     address: str, task_queue: str, workdir: Path, *, scale: float, watch_parent: bool
 ) -> None:
     from temporalio.client import Client
-    from temporalio.worker import Worker
+    from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+    from temporalio.worker import Worker, WorkerDeploymentConfig
 
     from backend_adapters.temporal.agent import worker_options
     from console.demo.temporal.agents import ACTIVITIES, LANES, WORKFLOWS
@@ -182,15 +219,26 @@ async def serve(
         workflows=WORKFLOWS,
         activities=ACTIVITIES,
         identity=identity,
+        deployment_config=WorkerDeploymentConfig(
+            version=WorkerDeploymentVersion(deployment_name=DEPLOYMENT, build_id=BUILD_ID),
+            use_worker_versioning=True,
+            default_versioning_behavior=VersioningBehavior.PINNED,
+        ),
         **worker_options(cadence_s=1.0),
     )
     async with worker:
+        watch: list[asyncio.Task[None]] = []
+        if watch_parent:
+            watch.append(asyncio.create_task(_watch_parent(stop)))
+        if not await make_version_current(client, identity, stop):
+            for task in watch:
+                task.cancel()
+            return
         lanes = [
             asyncio.create_task(keep_lane_alive(client, lane, task_queue, locks, scale))
             for lane in LANES
         ]
-        if watch_parent:
-            lanes.append(asyncio.create_task(_watch_parent(stop)))
+        lanes += watch
         print(f"ready: {len(LANES)} lanes on task queue {task_queue}", flush=True)
         await stop.wait()
         log.info("stopping")

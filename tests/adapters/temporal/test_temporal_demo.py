@@ -16,9 +16,10 @@ from backend_adapters.registry import open_backend
 from backend_adapters.temporal.adapter import TemporalBackend
 from console.demo.launcher import DemoEnvironment, DemoExtension
 from console.demo.temporal.agents import LANES
-from console.demo.temporal.fleet import demo_extension
+from console.demo.temporal.fleet import BUILD_ID, DEPLOYMENT, demo_extension
 from console.model import Decision, DecisionKind, Interrupt, Run, RunState
 from console.processes import ChildProcess, pid_alive
+from console.semantics import recoverability_warnings as warnings_of
 
 
 def test_extension_shape(tmp_path: Path) -> None:
@@ -95,6 +96,16 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
 
             # one run per lane, named after its workflow type
             assert {r.name for r in runs.values()} == {lane.name for lane in LANES}
+            # Worker Versioning: every lane pinned to the demo's build, but the one left
+            # unpinned on purpose (so the demo still shows the version warning, once)
+            pinned = {r.name: (r.version_pinned, r.app_version) for r in runs.values()}
+            assert pinned == {
+                lane.name: (lane.name != "eval-runner", f"{DEPLOYMENT}:{BUILD_ID}")
+                for lane in LANES
+            }, pinned
+            unpinned = [r.name for r in runs.values()
+                        if any("version not pinned" in w for w in warnings_of(r))]
+            assert unpinned == ["eval-runner"], unpinned
             gpu = runs["gpu-training-0001"]
             assert gpu.state is RunState.RUNNING and gpu.in_flight_step
             assert gpu.heartbeat_timeout_s == 10.0 and gpu.progress is not None
