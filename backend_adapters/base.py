@@ -1,10 +1,10 @@
-"""The one protocol every backend adapter implements (DESIGN.md §2).
+"""The one protocol every backend adapter implements.
 
 An adapter observes runs, heartbeats, interrupts and journal steps of one backend context, and
 acts on them: pause, resume, cancel, terminate, decide. It never imports Textual, typer, or the
 gateway. Errors are typed so the gateway can turn them into exit codes and error frames.
 
-Designed for all four backends measured in ``shared/backends``:
+Designed for all four backends measured in ``docs/backends``:
 
 - DBOS: no native pause (cancel + resume, recorded as a pause in a :class:`PauseLedger`),
   no native heartbeats (agents push them to the gateway), interrupts via ``set_event``.

@@ -1,4 +1,4 @@
-"""Domain types shared by adapters, gateway, CLI and TUI (DESIGN.md §1 and §5).
+"""Domain types shared by adapters, gateway, CLI and TUI (JSON contract: docs/json-contract.md).
 
 Nothing here imports Textual, typer or websockets. The JSON field names produced by the
 ``contract()`` methods are the scripting contract: add fields, never rename them.

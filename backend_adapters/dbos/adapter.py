@@ -3,7 +3,7 @@
 Every DBOSClient call is synchronous; they run on a small thread pool owned by the adapter,
 with a deadline, so the gateway's event loop never blocks. The pause ledger is only touched
 on the event-loop side. Conventions (event keys, attributes, topics) are in ``conventions.py``
-and explained in README.md; measured DBOS behaviour in ``shared/backends/dbos.md``.
+and explained in README.md; measured DBOS behaviour in ``docs/backends/dbos.md``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The irq conventions on DBOS, shared by the console adapter and the agent helpers.
 
-DBOS has no notion of interrupts, resources, heartbeats or pause (``shared/backends/dbos.md``).
+DBOS has no notion of interrupts, resources, heartbeats or pause (``docs/backends/dbos.md``).
 irq layers them on two DBOS mechanisms, chosen by whether a value must be replay-safe:
 
 - **Events** (``set_event``; journaled, replayed on recovery) for what the workflow's own logic

@@ -2,7 +2,7 @@
 
 ``langgraph+http://127.0.0.1:2024`` (``langgraph dev``) or ``langgraph+https://host`` (a
 deployment; ``api_key_env=VAR`` / ``api_key_file=PATH`` sends ``x-api-key``). Measured
-behaviour in ``shared/backends/langgraph.md``; conventions in ``conventions.py`` and README.md.
+behaviour in ``docs/backends/langgraph.md``; conventions in ``conventions.py`` and README.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The names irq uses on a LangGraph Agent Server, shared by the adapter and the agent helpers.
 
 LangGraph has interrupts (``interrupt()``) and durable checkpoints natively; irq adds only
-what it lacks (``shared/backends/langgraph.md``):
+what it lacks (``docs/backends/langgraph.md``):
 
 - **Thread metadata** (``PATCH /threads/{tid}``, merged): ``irq_intent`` =
   ``{action: pause|cancel|resume, by, reason, at}``, written by the console *before* it stops

@@ -4,7 +4,7 @@ its own pid.
 Used by the tests, the demo and the benchmark. The server runs on a free loopback port in a
 directory of the caller's choosing, on a ``langgraph.json`` that names the graphs, with the
 CLI's analytics, its PyPI version check and LangSmith tracing off (it would otherwise try the
-network twice at start; ``shared/backends/langgraph.md`` §1). ``langgraph dev`` silently moves
+network twice at start; ``docs/backends/langgraph.md`` §1). ``langgraph dev`` silently moves
 to another port when its port is busy, so readiness means ``GET /ok`` answers **and** the
 server's own log names our port.
 """

@@ -1,6 +1,6 @@
 """The interrupt values LangGraph graphs raise, mapped onto irq's ``Interrupt`` and back (pure).
 
-Three shapes are recognised (``shared/backends/langgraph.md`` §4, §6a); anything else is a
+Three shapes are recognised (``docs/backends/langgraph.md`` §4, §6a); anything else is a
 plain value, answered only with ``respond``:
 
 - **Agent Inbox** ``HumanInterrupt`` (``action_request``, ``config.allow_*``,

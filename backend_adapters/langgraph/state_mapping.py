@@ -1,7 +1,7 @@
 """Pure mapping from what the Agent Server reports to irq's domain model (no I/O).
 
 A run is a **thread** (its runs are the thread's successive executions). State map
-(``shared/backends/langgraph.md`` §2, "Status semantics"):
+(``docs/backends/langgraph.md`` §2, "Status semantics"):
 
 ==========================================  =================================================
 thread                                      irq state

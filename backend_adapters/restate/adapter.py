@@ -4,7 +4,7 @@ through the admin invocation endpoints; decisions resolve awakeables on the ingr
 ``restate+http://ADMIN_HOST:PORT?ingress=http://INGRESS_HOST:PORT`` (``restate+https`` for
 TLS); ``header_env=VAR`` / ``header_file=PATH`` send headers such as an auth token, read from
 the environment or a file (backend_adapters/url_secrets.py). Measured behaviour in
-``shared/backends/restate.md``; conventions in ``conventions.py`` and README.md.
+``docs/backends/restate.md``; conventions in ``conventions.py`` and README.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What irq's actions mean on Restate (shared/backends/restate.md §3)."""
+"""What irq's actions mean on Restate (docs/backends/restate.md §3)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The names irq uses on a Restate server, shared by the adapter and the agent helpers.
 
 Restate journals every ``ctx.run`` and has awakeables, but an awakeable leaves no journal
-entry and its id is known only to the handler (``shared/backends/restate.md`` §2, §4). So a
+entry and its id is known only to the handler (``docs/backends/restate.md`` §2, §4). So a
 handler that wants a human decision **publishes** the pending interrupt as the *result of a
 ``ctx.run`` named* :data:`INTERRUPT_STEP` (``irq:interrupt``), right before awaiting the
 awakeable. That works for plain Services, Virtual Objects and Workflows alike (state keys

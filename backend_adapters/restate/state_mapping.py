@@ -1,5 +1,5 @@
 """Restate rows (``sys_invocation``, ``sys_journal``, ``sys_journal_events``) -> irq's Run,
-JournalStep and Interrupt. Pure functions; measured behaviour in shared/backends/restate.md.
+JournalStep and Interrupt. Pure functions; measured behaviour in docs/backends/restate.md.
 """
 
 from __future__ import annotations

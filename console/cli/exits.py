@@ -1,7 +1,8 @@
 """Stable exit codes of the ``irq`` command and how failures map onto them.
 
-Scripts depend on these numbers (STYLE.md §7): 0 ok, 1 failed, 2 usage, 3 not found,
-4 conflict, 5 unauthorized or forbidden, 6 gateway or backend unreachable.
+Scripts depend on these numbers (docs/json-contract.md, "Exit codes"): 0 ok, 1 failed,
+2 usage, 3 not found, 4 conflict, 5 unauthorized or forbidden, 6 gateway or backend
+unreachable.
 """
 
 from __future__ import annotations

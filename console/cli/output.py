@@ -1,7 +1,7 @@
 """Rendering of CLI output: ``-o text`` (rich tables), ``-o json`` (one document), ``-o jsonl``.
 
 Data goes to stdout, diagnostics to stderr. JSON output is exactly the ``contract()`` of the
-domain types (DESIGN.md §5), so scripts can rely on the field names.
+domain types (docs/json-contract.md), so scripts can rely on the field names.
 
 Text from agents, backends and other clients never reaches the terminal as it was written
 (console/terminal_text.py): ``esc``/``styled`` make each value inert where it enters a table

@@ -26,7 +26,7 @@ class Outcome:
     stderr: str
 
 
-# the JSON that -o json prints is a contract (DESIGN.md §5): fields are added, never renamed
+# the JSON that -o json prints is a contract (docs/json-contract.md): fields are added, never renamed
 RUN_FIELDS = {
     "id",
     "backend",

@@ -1,5 +1,5 @@
 """The CLI against a real gateway (``irq serve`` in a subprocess, no backends): exit codes,
-output formats and the JSON contract field names (DESIGN.md §5)."""
+output formats and the JSON contract field names (docs/json-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Layers point one way (STYLE.md convention 1), demo and test scaffolding stays out of the
+"""Layers point one way (none imports upwards), demo and test scaffolding stays out of the
 product, and no two modules import each other: checked on the source (every import statement,
 also those inside functions) and at import time.
 

@@ -1,6 +1,6 @@
 """Pure parts of the Temporal adapter: URL config, payloads, state mapping, budget, liveness.
 
-Inputs are shapes recorded from Temporal Server 1.32.0 (see shared/backends/temporal.md).
+Inputs are shapes recorded from Temporal Server 1.32.0 (see docs/backends/temporal.md).
 """
 
 from __future__ import annotations
