@@ -134,6 +134,9 @@ class RestateBackend:
         out = []
         for row in rows:
             inv = str(row.get("id"))
+            requested = self._ledger.is_paused(self.run_id(inv))
+            if requested and row.get("status") != "running":
+                self._ledger.mark_paused(self.run_id(inv), False)  # in effect, or over
             out.append(
                 run_from_row(
                     row,
@@ -141,6 +144,7 @@ class RestateBackend:
                     journal=journals.get(inv),
                     pause_reason=reasons.get(inv),
                     service=services.get(str(row.get("target_service_name"))),
+                    pause_requested=requested,
                 )
             )
         return out
@@ -200,6 +204,8 @@ class RestateBackend:
         code, message = await self._http.control(native_id, "pause")
         if code == 409:
             raise Conflict(f"invocation {native_id}: {message}", target=native_id)
+        if status == "running":  # shown as pausing until the step in flight returns
+            self._ledger.mark_paused(self.run_id(native_id), True)
         return ActionOutcome(
             detail=(
                 "paused" if status == "backing-off" else

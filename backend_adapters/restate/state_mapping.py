@@ -197,6 +197,7 @@ def run_from_row(
     journal: JournalView | None,
     pause_reason: str | None,
     service: dict[str, Any] | None,
+    pause_requested: bool = False,
 ) -> tuple[Run, list[Interrupt]]:
     inv = str(row["id"])
     run_id = Run.make_id(BACKEND, context, inv)
@@ -237,6 +238,9 @@ def run_from_row(
             f"{str(row.get('last_failure') or 'unknown failure')[:300]}{code}; next retry at "
             f"{row.get('next_retry_at') or '?'} (resume retries now)"
         )
+    elif pause_requested and status == "running":
+        # Restate pauses once the ctx.run in flight returns; until then irq says pausing
+        state = RunState.PAUSING
     elif pending:
         state = RunState.WAITING
         heartbeat_expected = status == "running"

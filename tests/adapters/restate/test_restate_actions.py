@@ -78,10 +78,12 @@ async def test_sigkill_of_service_backs_off_and_completed_steps_never_run_again(
 async def test_pause_waits_for_the_step_in_flight_and_resume_continues(
     stack: RestateStack, adapter: RestateBackend
 ) -> None:
-    inv = send(stack.server.ingress_url, "IrqSteps/process", {"slow_s": 2})
+    inv = send(stack.server.ingress_url, "IrqSteps/process", {"slow_s": 4})
     await until_true(lambda: "slow-step" in stack.lines(inv), "slow-step to start")
     outcome = await adapter.pause(inv, reason="maintenance", identity="op")
     assert "in flight" in outcome.detail
+    if "slow-step-end" not in stack.lines(inv):  # the step still runs: Restate says running
+        assert (await adapter.get_run(inv)).state is RunState.PAUSING
     run = await until(adapter, inv, lambda r: r.state is RunState.PAUSED, "paused")
     assert "step-4" not in stack.lines(inv) and "slow-step-end" in stack.lines(inv)
     assert run.heartbeat_expected is False
