@@ -124,10 +124,11 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         assert config.contexts[DEMO_CONTEXT].url == f"ws://127.0.0.1:{port}"
         backends = config.contexts[DEMO_CONTEXT].backends
         assert backends[0] == dbos_backend_url(irq_home / "demo" / "fleet.db")
-        # the temporal and langgraph extras are part of `make test`: the demo starts
-        # Temporal agents and a LangGraph Agent Server too
-        assert len(backends) == 3 and backends[1].startswith("temporal+http://127.0.0.1:")
+        # the temporal, langgraph and restate extras are part of `make test`: the demo starts
+        # Temporal agents, a LangGraph Agent Server and a Restate server too
+        assert len(backends) == 4 and backends[1].startswith("temporal+http://127.0.0.1:")
         assert backends[2].startswith("langgraph+http://127.0.0.1:")
+        assert backends[3].startswith("restate+http://127.0.0.1:")
 
         # the demo context just works: the CLI lists the fleet's real runs, from both backends
         seen: dict[str, list[dict]] = {}
