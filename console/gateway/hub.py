@@ -320,6 +320,9 @@ class Hub:
             deadline=self.clock() + timedelta(seconds=within_s),
             reporter=self._bound.get(run_id),
         )
+        # The agent may have noticed the action and reported its release before the backend
+        # call returned to us (a Restate handler sees its cancel at once): that report counts.
+        self._verify_release(run_id, self._beats[run_id], self._bound.get(run_id))
         self._refresh(run_id, self.clock())
 
     def _verify_release(self, run_id: str, beat: AgentHeartbeat,

@@ -122,6 +122,22 @@ def test_release_report_confirms_the_pause():
     assert "confirmed" in notices[-1]["data"]["message"] and "kept gpu" in notices[-1]["data"]["message"]
 
 
+def test_release_reported_before_the_gateway_expects_it_confirms_at_once():
+    hub = Hub()
+    gpu = Resource(id="gpu", kind="gpu", on_cancel="release")
+    hub.observe_runs([_run()])
+    hub.agent_heartbeat(RID, _beat(resources=[gpu]))
+    # the agent saw the cancel and reported before the backend call returned to the gateway
+    hub.agent_heartbeat(RID, _beat(seq=1, phase="cancelled", resources=[
+        gpu.model_copy(update={"state": "released"})]))
+    hub.observe_runs([_run(state=RunState.CANCELLED)])
+    hub.expect_release(RID, "cancel", {"gpu"}, within_s=30)
+    assert RID not in hub.release_checks
+    assert hub.runs[RID].state is RunState.CANCELLED
+    notices = [e for e in hub.log if e["kind"] == "notice"]
+    assert "confirmed" in notices[-1]["data"]["message"]
+
+
 def test_events_since_replays_or_says_too_old():
     hub = Hub(event_log_size=5)
     for i in range(8):
