@@ -55,6 +55,7 @@ from backend_adapters.langgraph.state_mapping import (
     pending_interrupts,
     run_from_thread,
 )
+from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers, take_secret
 from console.decision_check import decision_problem
 from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
@@ -572,25 +573,13 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
     parts = urlsplit(parsed.target)
     if parts.scheme == "sqlite":
         return _checkpointer_from_url(parsed, ledger)
-    if parts.scheme not in ("http", "https"):
-        raise BackendURLError(f"langgraph URL scheme must be http or https: {parsed.raw!r}")
-    if not parts.hostname:
-        raise BackendURLError(f"langgraph URL names no host: {parsed.raw!r}")
+    parts, host = http_target(parsed, BACKEND)
     params = dict(parsed.params)
     api_key = take_secret(params, "api_key")
     headers = take_headers(params)
 
     def number(name: str, default: float, minimum: float) -> float:
-        raw = params.pop(name, None)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError as exc:
-            raise BackendURLError(f"langgraph URL: {name} must be a number: {raw!r}") from exc
-        if value < minimum:
-            raise BackendURLError(f"langgraph URL: {name} must be >= {minimum:g}: {raw!r}")
-        return value
+        return take_number(params, name, default, minimum, backend=BACKEND)
 
     timeout = number("timeout", 5.0, 0.1)
     page_size = int(min(number("page_size", 500, 1), 1000))  # the server's maximum
@@ -598,9 +587,8 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
     verify_s = number("verify_s", 10.0, 0.0)
     follow_s = number("follow_s", 3.0, 0.0)
     checkpointer = params.pop("checkpointer", None) or None
-    if params:
-        raise BackendURLError("langgraph URL: unknown parameter(s) " + ", ".join(sorted(params)))
-    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    reject_unknown(params, backend=BACKEND)
+    netloc = host + (f":{parts.port}" if parts.port else "")
     base = f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}"
     http = AgentServerHttp(base, api_key=api_key, headers=headers, timeout_s=timeout)
     return LangGraphBackend(
@@ -628,8 +616,7 @@ def _checkpointer_from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
             "and resumes the threads"
         )
     raw_follow = params.pop("follow_s", "3")
-    if params:
-        raise BackendURLError("langgraph URL: unknown parameter(s) " + ", ".join(sorted(params)))
+    reject_unknown(params, backend=BACKEND)
     try:
         follow_s = float(raw_follow)
     except ValueError as exc:

@@ -35,6 +35,7 @@ from backend_adapters.restate.state_mapping import (
     read_journal,
     run_from_row,
 )
+from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers
 from console.decision_check import decision_problem
 from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
@@ -338,35 +339,21 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> RestateBackend:
     ``header_env=`` / ``header_file=`` (e.g. an ``authorization`` header), ``timeout``
     (seconds per call, 5), ``finished_limit`` (completed invocations listed, 200),
     ``verify_s`` (how long a decision waits to see its awakeable resolved in the journal)."""
-    parts = urlsplit(parsed.target)
-    if parts.scheme not in ("http", "https"):
-        raise BackendURLError(f"restate URL scheme must be http or https: {parsed.raw!r}")
-    if not parts.hostname:
-        raise BackendURLError(f"restate URL names no host: {parsed.raw!r}")
+    parts, host = http_target(parsed, BACKEND)
     params = dict(parsed.params)
     headers = take_headers(params)
-    admin = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    ingress = params.pop("ingress", None) or f"{parts.scheme}://{parts.hostname}:8080"
+    admin = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+    ingress = params.pop("ingress", None) or f"{parts.scheme}://{host}:8080"
     if urlsplit(ingress).scheme not in ("http", "https"):
         raise BackendURLError(f"restate URL: ingress must be an http(s) URL: {ingress!r}")
 
     def number(name: str, default: float, minimum: float) -> float:
-        raw = params.pop(name, None)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError as exc:
-            raise BackendURLError(f"restate URL: {name} must be a number: {raw!r}") from exc
-        if value < minimum:
-            raise BackendURLError(f"restate URL: {name} must be >= {minimum:g}: {raw!r}")
-        return value
+        return take_number(params, name, default, minimum, backend=BACKEND)
 
     timeout = number("timeout", 5.0, 0.1)
     finished = int(number("finished_limit", 200, 0))
     verify_s = number("verify_s", 10.0, 0.0)
-    if params:
-        raise BackendURLError("restate URL: unknown parameter(s) " + ", ".join(sorted(params)))
+    reject_unknown(params, backend=BACKEND)
     http = RestateHttp(admin, ingress, headers=headers, timeout_s=timeout)
     return RestateBackend(
         http,

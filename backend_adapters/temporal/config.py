@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from backend_adapters.base import BackendURL, BackendURLError
+from backend_adapters.url_params import reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers, take_secret
 
 DEFAULT_POLL_S = 2.0
@@ -100,16 +101,7 @@ class TemporalConfig:
             verify = False
 
         def number(name: str, default: float, minimum: float) -> float:
-            raw = params.pop(name, None)
-            if raw is None:
-                return default
-            try:
-                value = float(raw)
-            except ValueError as exc:
-                raise BackendURLError(f"temporal URL: {name} must be a number: {raw!r}") from exc
-            if value < minimum:
-                raise BackendURLError(f"temporal URL: {name} must be >= {minimum:g}: {raw!r}")
-            return value
+            return take_number(params, name, default, minimum, backend="temporal")
 
         config = cls(
             base_url=f"{scheme}://{netloc}",
@@ -130,6 +122,5 @@ class TemporalConfig:
             max_runs=int(number("max_runs", 10_000, 1)),
             watch_max=int(number("watch", 8, 0)),
         )
-        if params:
-            raise BackendURLError("temporal URL: unknown parameter(s) " + ", ".join(sorted(params)))
+        reject_unknown(params, backend="temporal")
         return config
