@@ -62,6 +62,7 @@ from dbos._error import (  # only exported from the private module (dbos.md §2)
     DBOSWorkflowConflictIDError,
 )
 
+from backend_adapters.agent_resources import ResourceEntry, resource_declaration
 from backend_adapters.dbos.conventions import (
     ATTR_INTENT,
     ATTR_REPORT,
@@ -72,7 +73,6 @@ from backend_adapters.dbos.conventions import (
     AgentReport,
     InterruptPayload,
     Phase,
-    ResourceEntry,
     RunDeclaration,
     StepMarker,
     decision_topic,
@@ -141,13 +141,7 @@ class AgentResource:
     state: Literal["held", "released"] = field(default="released", init=False)
 
     def declaration(self) -> ResourceEntry:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "on_pause": self.on_pause,
-            "on_cancel": self.on_cancel,
-            "detail": self.detail,
-        }
+        return resource_declaration(self)
 
     def entry(self) -> ResourceEntry:
         return {**self.declaration(), "state": self.state}

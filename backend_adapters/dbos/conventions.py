@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
+from backend_adapters.agent_resources import ResourceEntry
+
 #: event: the pending interrupt (InterruptPayload) or None once decided
 EVENT_INTERRUPT = "irq.interrupt"
 
@@ -68,15 +70,6 @@ def decision_topic(interrupt_id: str) -> str:
 
 def interrupt_id_for(workflow_id: str, n: int) -> str:
     return f"{workflow_id}/{n}"
-
-
-class ResourceEntry(TypedDict, total=False):
-    id: str
-    kind: str
-    on_pause: Literal["keep", "release"]
-    on_cancel: Literal["release", "keep"]
-    state: Literal["held", "released"]
-    detail: str
 
 
 class RunDeclaration(TypedDict, total=False):

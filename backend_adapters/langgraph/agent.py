@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 import httpx
 
+from backend_adapters.agent_resources import ResourceEntry, resource_entry
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.langgraph.conventions import BACKEND, KEY_ARGS_SCHEMA, META_INTENT
 from console.decision_check import schema_problem
@@ -233,15 +234,8 @@ class AgentResource:
     release: Callable[[], Any] | None = None
     state: Literal["held", "released"] = field(default="released", init=False)
 
-    def entry(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "on_pause": self.on_pause,
-            "on_cancel": self.on_cancel,
-            "state": self.state,
-            "detail": self.detail,
-        }
+    def entry(self) -> ResourceEntry:
+        return resource_entry(self)
 
 
 @dataclass(frozen=True)

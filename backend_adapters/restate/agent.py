@@ -30,6 +30,7 @@ from typing import Any, Literal, cast
 
 from restate import Context, TerminalError
 
+from backend_adapters.agent_resources import ResourceEntry, resource_entry
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.restate.conventions import BACKEND, INTERRUPT_STEP, PublishedInterrupt
 
@@ -90,15 +91,8 @@ class AgentResource:
     release: Callable[[], Any] | None = None
     state: Literal["held", "released"] = "held"
 
-    def entry(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "on_pause": self.on_pause,
-            "on_cancel": self.on_cancel,
-            "state": self.state,
-            "detail": self.detail,
-        }
+    def entry(self) -> ResourceEntry:
+        return resource_entry(self)
 
 
 class AgentRun:

@@ -54,6 +54,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.workflow import ActivityCancellationType
 
+from backend_adapters.agent_resources import ResourceEntry, resource_entry
 from backend_adapters.temporal.conventions import (
     DECISION_KINDS,
     ERROR_ACTIVITY_CANCELLED,
@@ -367,15 +368,8 @@ class HeldResource:
     state: Literal["held", "released"] = "released"
     detail: str = ""
 
-    def manifest(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "on_pause": self.on_pause,
-            "on_cancel": self.on_cancel,
-            "state": self.state,
-            "detail": self.detail,
-        }
+    def manifest(self) -> ResourceEntry:
+        return resource_entry(self)
 
 
 async def _call(hook: Hook | None) -> None:

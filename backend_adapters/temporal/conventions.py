@@ -16,6 +16,7 @@ This module imports nothing from temporalio: the console side uses it without th
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 #: KeywordList search attribute: ids of the interrupts pending on a workflow (unset when none).
@@ -78,7 +79,7 @@ def update_input(
 def heartbeat_details(
     *,
     progress: dict[str, Any],
-    resources: list[dict[str, Any]],
+    resources: Sequence[Mapping[str, Any]],
     cadence_s: float | None,
     seq: int,
     report: dict[str, Any] | None = None,
