@@ -43,8 +43,6 @@ from backend_adapters.dbos.conventions import (
     ATTR_STEP,
     ATTR_WAITING,
     EVENT_INTERRUPT,
-    Intent,
-    IntentAction,
     decision_topic,
 )
 from backend_adapters.dbos.decisions import refuse_invalid_decision
@@ -58,6 +56,7 @@ from backend_adapters.dbos.mapping import (
     run_from_status,
 )
 from backend_adapters.registry import BackendURL
+from backend_adapters.run_records import Intent, IntentAction
 from console.model import (
     Decision,
     Heartbeat,

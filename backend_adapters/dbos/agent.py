@@ -71,8 +71,6 @@ from backend_adapters.dbos.conventions import (
     ATTR_WAITING,
     EVENT_INTERRUPT,
     AgentReport,
-    InterruptPayload,
-    Phase,
     RunDeclaration,
     StepMarker,
     decision_topic,
@@ -85,6 +83,7 @@ from backend_adapters.dbos.runtime import (
     configure_agent,
 )
 from backend_adapters.heartbeat_push import CLIENT, heartbeat_frame
+from backend_adapters.run_records import InterruptPayload, Phase
 
 log = logging.getLogger("irq.agent.dbos")
 

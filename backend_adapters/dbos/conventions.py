@@ -19,9 +19,10 @@ decision per interrupt) and names the decision topic ``decision/<id>``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import TypedDict
 
 from backend_adapters.agent_resources import ResourceEntry
+from backend_adapters.run_records import Phase
 
 #: event: the pending interrupt (InterruptPayload) or None once decided
 EVENT_INTERRUPT = "irq.interrupt"
@@ -60,8 +61,6 @@ DBOS_OPERATIONS = frozenset(
     }
 )
 
-Phase = Literal["running", "waiting", "paused", "cancelled", "completed", "failed"]
-IntentAction = Literal["pause", "cancel", "resume"]
 
 
 def decision_topic(interrupt_id: str) -> str:
@@ -99,19 +98,3 @@ class AgentReport(TypedDict, total=False):
     recoveries: int  # executions that replaced one which died without a final report
 
 
-class Intent(TypedDict, total=False):
-    action: IntentAction
-    by: str
-    reason: str
-    at: str
-
-
-class InterruptPayload(TypedDict, total=False):
-    interrupt_id: str
-    title: str
-    description: str
-    action: str
-    args: dict[str, Any]
-    args_schema: dict[str, Any] | None
-    allowed_decisions: list[str]
-    created_at: str

@@ -38,7 +38,6 @@ from backend_adapters.langgraph.conventions import (
     META_INTENT,
     META_INTERRUPT,
     Intent,
-    IntentAction,
 )
 from backend_adapters.langgraph.http_api import AgentServerHttp
 from backend_adapters.langgraph.interrupt_shapes import (
@@ -55,6 +54,7 @@ from backend_adapters.langgraph.state_mapping import (
     pending_interrupts,
     run_from_thread,
 )
+from backend_adapters.run_records import IntentAction
 from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers, take_secret
 from console.decision_check import decision_problem

@@ -54,6 +54,7 @@ import httpx
 from backend_adapters.agent_resources import ResourceEntry, resource_entry
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.langgraph.conventions import BACKEND, KEY_ARGS_SCHEMA, META_INTENT
+from backend_adapters.run_records import Phase
 from console.decision_check import schema_problem
 
 log = logging.getLogger("irq.agent.langgraph")
@@ -261,9 +262,6 @@ class NodeContext:
             node=str(metadata.get("langgraph_node") or ""),
             api_url=str(metadata.get("langgraph_api_url") or ""),
         )
-
-
-Phase = Literal["running", "waiting", "paused", "cancelled", "completed", "failed"]
 
 
 class AgentRun:

@@ -18,7 +18,7 @@ what it lacks (``docs/backends/langgraph.md``):
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from backend_adapters import run_records
 
 BACKEND = "langgraph"
 
@@ -33,8 +33,6 @@ META_BY = "irq_by"
 #: extra key of an interrupt value: JSON Schema of the edited arguments
 KEY_ARGS_SCHEMA = "args_schema"
 
-IntentAction = Literal["pause", "cancel", "resume"]
-
 #: thread statuses of the Agent Server
 THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
 
@@ -42,9 +40,5 @@ THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
 CANCEL_ERROR = "UserInterrupt"
 
 
-class Intent(TypedDict, total=False):
-    action: IntentAction
-    by: str
-    reason: str
-    at: str
+class Intent(run_records.Intent, total=False):
     run_id: str  # the Agent Server run the action stopped (pause / cancel of a busy thread)

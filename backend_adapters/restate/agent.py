@@ -33,6 +33,7 @@ from restate import Context, TerminalError
 from backend_adapters.agent_resources import ResourceEntry, resource_entry
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.restate.conventions import BACKEND, INTERRUPT_STEP, PublishedInterrupt
+from backend_adapters.run_records import Phase
 
 log = logging.getLogger("irq.agent.restate")
 #: the irq context name of this Restate server (``restate:<context>``), default ``local``
@@ -74,9 +75,6 @@ async def ask(
 
 
 # ------------------------------------------------------------------ heartbeats, resources
-
-Phase = Literal["running", "waiting", "paused", "cancelled", "completed", "failed"]
-
 
 @dataclass
 class AgentResource:

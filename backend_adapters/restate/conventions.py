@@ -20,7 +20,8 @@ payload ``{"type": approve|edit|reject|respond, "args"?, "feedback"?, "response"
 from __future__ import annotations
 
 import base64
-from typing import Any, TypedDict
+
+from backend_adapters.run_records import InterruptPayload
 
 BACKEND = "restate"
 
@@ -30,16 +31,8 @@ INTERRUPT_STEP = "irq:interrupt"
 IRQ_STEP_PREFIX = "irq:"
 
 
-class PublishedInterrupt(TypedDict, total=False):
+class PublishedInterrupt(InterruptPayload, total=False):
     awakeable_id: str
-    interrupt_id: str
-    title: str
-    description: str
-    action: str
-    args: dict[str, Any]
-    args_schema: dict[str, Any] | None
-    allowed_decisions: list[str]
-    created_at: str
 
 
 def signal_index(awakeable_id: str) -> int | None:
