@@ -1,6 +1,7 @@
-"""Local child processes: a free loopback port to start one on, :class:`ChildProcess` (a named
-child with its log file, stopped by its pid), stopping a bare ``Popen`` by its pid, and whether
-a pid is still alive.
+"""Local child processes: a free loopback port to start one on, the program to run
+(:func:`executable`), :class:`ChildProcess` (a named child with its log file, stopped by its
+pid), waiting for one to be ready (:func:`wait_until`), stopping a bare ``Popen`` by its pid,
+and whether a pid is still alive.
 
 Used by the demo launcher (``console/demo/``), the live fleet of the TUI tests and screenshots
 (``tests/support/live_fleet.py``), the Temporal dev server wrapper and the test fixtures. A
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +63,39 @@ def pid_alive(pid: int) -> bool:
         return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
     except OSError:  # gone meanwhile, or no /proc: kill(0) answered
         return not Path("/proc").is_dir()
+
+
+def executable(name: str, *, missing: str) -> str:
+    """The program ``name`` next to this Python (an extra installed it into the venv), else on
+    PATH; FileNotFoundError(``missing``) when it is in neither."""
+    beside = Path(sys.executable).with_name(name)
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(missing)
+    return found
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    *,
+    timeout_s: float,
+    interval_s: float,
+    failed: Callable[[], str | None],
+) -> bool:
+    """Poll until ``ready()`` (True) or ``timeout_s`` passed (False). ``failed()`` is asked
+    first on every round; the message it returns (e.g. "the server exited: ...") is raised as
+    RuntimeError at once, so a child that died is not waited for."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        problem = failed()
+        if problem is not None:
+            raise RuntimeError(problem)
+        if ready():
+            return True
+        time.sleep(interval_s)
+    return False
 
 
 @dataclass

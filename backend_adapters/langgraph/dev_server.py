@@ -12,16 +12,13 @@ server's own log names our port.
 from __future__ import annotations
 
 import json
-import shutil
-import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
-from console.processes import HOST, ChildProcess, free_port
+from console.processes import HOST, ChildProcess, executable, free_port, wait_until
 
 #: environment that keeps ``langgraph dev`` offline and quiet
 OFFLINE_ENV = {
@@ -34,13 +31,9 @@ OFFLINE_ENV = {
 
 def langgraph_cli() -> str:
     """The ``langgraph`` CLI next to this Python (the extra installs it), else on PATH."""
-    beside = Path(sys.executable).with_name("langgraph")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("langgraph")
-    if found is None:
-        raise FileNotFoundError("the langgraph CLI is missing: pip install 'irq[langgraph]'")
-    return found
+    return executable(
+        "langgraph", missing="the langgraph CLI is missing: pip install 'irq[langgraph]'"
+    )
 
 
 def write_config(
@@ -130,22 +123,26 @@ class AgentServer:
             cwd=self.workdir,  # graph paths and the in-memory runtime's files are relative
         )
         self.child.start()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.child.alive():
-                raise RuntimeError(
-                    f"langgraph dev exited ({self.child.exit_code()}): {self.child.log_tail(30)}"
-                )
-            moved = self._moved()
-            if moved is not None:
-                self.stop()
-                raise RuntimeError(f"langgraph dev did not take port {self.port}: {moved}")
-            if self.answers():
-                return
-            time.sleep(0.2)
-        tail = self.child.log_tail(30)
+        child = self.child
+        if wait_until(self._ready, timeout_s=timeout, interval_s=0.2, failed=self._exited):
+            return
+        tail = child.log_tail(30)
         self.stop()
         raise RuntimeError(f"langgraph dev did not answer /ok within {timeout:g}s: {tail}")
+
+    def _exited(self) -> str | None:
+        assert self.child is not None
+        if self.child.alive():
+            return None
+        return f"langgraph dev exited ({self.child.exit_code()}): {self.child.log_tail(30)}"
+
+    def _ready(self) -> bool:
+        """Answers /ok on our port; RuntimeError (after stopping it) when it took another."""
+        moved = self._moved()
+        if moved is not None:
+            self.stop()
+            raise RuntimeError(f"langgraph dev did not take port {self.port}: {moved}")
+        return self.answers()
 
     def stop(self) -> None:
         if self.child is not None:

