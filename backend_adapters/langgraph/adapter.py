@@ -29,6 +29,7 @@ from backend_adapters.base import (
     Unreachable,
     Unsupported,
 )
+from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.langgraph.capabilities import LANGGRAPH_CAPABILITIES
 from backend_adapters.langgraph.conventions import (
     BACKEND,
@@ -57,7 +58,6 @@ from backend_adapters.langgraph.state_mapping import (
 from backend_adapters.run_records import IntentAction
 from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers, take_secret
-from console.decision_check import decision_problem
 from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
 
 DEFAULT_POLL_S = 1.0
@@ -386,7 +386,7 @@ class LangGraphBackend:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        _refuse(interrupt, decision, target=interrupt.id)
+        refuse_decision(interrupt, decision, target=interrupt.id)
         tid = self._thread_of(interrupt)
         thread = await self._thread(tid)
         pending = {item["id"]: item for _task, item in pending_interrupts(thread)}
@@ -406,7 +406,7 @@ class LangGraphBackend:
             native_id=interrupt.native_id,
             created_at=interrupt.created_at,
         )
-        _refuse(fresh, decision, target=interrupt.id)
+        refuse_decision(fresh, decision, target=interrupt.id)
         try:
             value = resume_value(item.get("value"), decision)
         except ShapeError as exc:
@@ -545,17 +545,6 @@ def _after_resume(thread: dict[str, Any], ended: bool) -> str:
     if status == "idle":
         return "; the run completed"
     return "" if ended else "; the graph is still running"
-
-
-def _refuse(interrupt: Interrupt, decision: Decision, *, target: str) -> None:
-    problem = decision_problem(
-        decision.kind.value,
-        [d.value for d in interrupt.allowed_decisions],
-        args=decision.args,
-        schema=interrupt.args_schema,
-    )
-    if problem is not None:
-        raise InvalidInput(f"decision refused: {problem}", target=target)
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:

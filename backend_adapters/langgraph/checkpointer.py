@@ -46,6 +46,7 @@ from backend_adapters.base import (
     Unreachable,
     Unsupported,
 )
+from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.langgraph.conventions import (
     BACKEND,
     META_BY,
@@ -63,7 +64,6 @@ from backend_adapters.langgraph.state_mapping import (
     journal_from_history,
     run_from_thread,
 )
-from console.decision_check import decision_problem
 from console.model import Action, Decision, DecisionKind, Heartbeat, Interrupt, JournalStep, Run
 
 T = TypeVar("T")
@@ -365,7 +365,7 @@ class CheckpointerBackend:
             item["value"], run_id=interrupt.run_id, native_id=interrupt.native_id,
             created_at=interrupt.created_at,
         )
-        _refuse(fresh, decision)
+        refuse_decision(fresh, decision, target=fresh.id)
         try:
             value = resume_value(item["value"], decision)
         except ShapeError as exc:
@@ -403,7 +403,7 @@ class CheckpointerBackend:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        _refuse(interrupt, decision)
+        refuse_decision(interrupt, decision, target=interrupt.id)
         prefix = self.run_id("")
         if not interrupt.run_id.startswith(prefix):
             raise NotFound(f"interrupt {interrupt.id} does not belong to langgraph:{self.context}")
@@ -423,17 +423,6 @@ class CheckpointerBackend:
         detail += "; still running" if worker.is_alive() else "; the graph stopped or finished"
         operation = f"{self._graph_name}.invoke(Command(resume={{interrupt id: value}}))"
         return ActionOutcome(detail=detail, operations=[operation])
-
-
-def _refuse(interrupt: Interrupt, decision: Decision) -> None:
-    problem = decision_problem(
-        decision.kind.value,
-        [d.value for d in interrupt.allowed_decisions],
-        args=decision.args,
-        schema=interrupt.args_schema,
-    )
-    if problem is not None:
-        raise InvalidInput(f"decision refused: {problem}", target=interrupt.id)
 
 
 def sqlite_path(target: str) -> Path:

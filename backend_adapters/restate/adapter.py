@@ -21,11 +21,11 @@ from backend_adapters.base import (
     BackendURLError,
     Capabilities,
     Conflict,
-    InvalidInput,
     NotFound,
     Observation,
     PauseLedger,
 )
+from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.restate.capabilities import RESTATE_CAPABILITIES
 from backend_adapters.restate.conventions import BACKEND, signal_index
 from backend_adapters.restate.http_api import RestateHttp
@@ -37,7 +37,6 @@ from backend_adapters.restate.state_mapping import (
 )
 from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers
-from console.decision_check import decision_problem
 from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
 
 DEFAULT_POLL_S = 1.0
@@ -257,7 +256,7 @@ class RestateBackend:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        _refuse(interrupt, decision, target=interrupt.id)
+        refuse_decision(interrupt, decision, target=interrupt.id)
         inv = self._invocation_of(interrupt)
         run, _ = await self._one(inv)
         view = await self._journal_view(inv)
@@ -282,7 +281,9 @@ class RestateBackend:
         if run.state.terminal:
             raise Conflict(f"invocation {inv} is {run.state.value}: its interrupt is gone")
         # check again against the interrupt as the journal holds it
-        _refuse(interrupt_of(published, run_id=interrupt.run_id), decision, target=interrupt.id)
+        refuse_decision(
+            interrupt_of(published, run_id=interrupt.run_id), decision, target=interrupt.id
+        )
         payload = {**decision.payload(), COMMAND_KEY: idempotency_key, "by": identity}
         await self._http.resolve_awakeable(awakeable, payload, key=idempotency_key)
         await self._delivered(inv, index)
@@ -319,17 +320,6 @@ def _pause_reason(raw: object) -> str:
     if failure:
         return f"retries exhausted: {failure}"
     return "paused by an operator"
-
-
-def _refuse(interrupt: Interrupt, decision: Decision, *, target: str) -> None:
-    problem = decision_problem(
-        decision.kind.value,
-        [d.value for d in interrupt.allowed_decisions],
-        args=decision.args,
-        schema=interrupt.args_schema,
-    )
-    if problem is not None:
-        raise InvalidInput(f"decision refused: {problem}", target=target)
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> RestateBackend:
