@@ -35,6 +35,15 @@ FORBIDDEN: dict[str, set[str]] = {
     | _UPPER_CONSOLE | _NOT_PRODUCT,
     "console/semantics.py": {"textual", "typer", "websockets", "console.client", "backend_adapters"}
     | _UPPER_CONSOLE | _NOT_PRODUCT,
+    # the rest of the pure core: every layer calls these, so they import none of them
+    "console/liveness.py": {"textual", "typer", "websockets", "console.client", "backend_adapters"}
+    | _UPPER_CONSOLE | _NOT_PRODUCT,
+    "console/decision_check.py": {"textual", "typer", "websockets", "console.client",
+                                  "backend_adapters"} | _UPPER_CONSOLE | _NOT_PRODUCT,
+    "console/terminal_text.py": {"textual", "typer", "websockets", "console.client",
+                                 "backend_adapters"} | _UPPER_CONSOLE | _NOT_PRODUCT,
+    "console/ids.py": {"textual", "typer", "websockets", "console.client", "backend_adapters"}
+    | _UPPER_CONSOLE | _NOT_PRODUCT,
     "console/client.py": {"textual", "typer"} | _UPPER_CONSOLE | _NOT_PRODUCT,
     "console/gateway": {"textual", "typer", "console.tui", "console.cli", "console.demo"}
     | _NOT_PRODUCT,
