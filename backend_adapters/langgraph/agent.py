@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from typing import Any, Literal
 import httpx
 
 from backend_adapters.agent_resources import ResourceEntry, resource_entry
+from backend_adapters.heartbeat_loop import HeartbeatLoop
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.langgraph.conventions import BACKEND, KEY_ARGS_SCHEMA, META_INTENT
 from backend_adapters.run_records import Phase
@@ -294,9 +294,8 @@ class AgentRun:
         self._seq = 0
         self._progress: float | None = None
         self._details: dict[str, Any] = {}
-        self._stop = threading.Event()
-        self._push_lock = threading.Lock()  # a beat never follows the final report
-        self._thread: threading.Thread | None = None
+        # a beat never follows the final report
+        self._beats = HeartbeatLoop(self._push, name="irq-langgraph-beat")
         self._stop_checked = (0.0, False)
         self.phase: Phase = "running"
 
@@ -329,13 +328,6 @@ class AgentRun:
 
     def _push(self) -> None:
         (self._pusher or shared_pusher()).push(self.frame())
-
-    def _beat_loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            with self._push_lock:
-                if self._stop.is_set():
-                    return
-                self._push()
 
     def beat(self, progress: float | None = None, **details: Any) -> None:
         """Report progress (0..1) and details now (the background beat repeats them)."""
@@ -426,9 +418,7 @@ class AgentRun:
                 resource.acquire()
             resource.state = "held"
         self._push()
-        self._thread = threading.Thread(target=self._beat_loop, name="irq-langgraph-beat",
-                                        daemon=True)
-        self._thread.start()
+        self._beats.start(self.interval_s)
 
     def _phase_for(self, exc: BaseException | None, stopped: bool, intent: str | None) -> Phase:
         if exc is not None and type(exc).__name__ in ("GraphInterrupt", "NodeInterrupt"):
@@ -440,8 +430,7 @@ class AgentRun:
     def _finish(self, phase: Phase) -> None:
         # no join: an async node must not block its loop; the beat thread ends at its next
         # wake-up and, holding the same lock, never pushes after the final report
-        with self._push_lock:
-            self._stop.set()
+        self._beats.stop()
         self.phase = phase
         for resource in self.resources:
             keep = (

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any, Literal, cast
 from restate import Context, TerminalError
 
 from backend_adapters.agent_resources import ResourceEntry, resource_entry
+from backend_adapters.heartbeat_loop import HeartbeatLoop
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.restate.conventions import BACKEND, INTERRUPT_STEP, PublishedInterrupt
 from backend_adapters.run_records import Phase
@@ -129,9 +129,7 @@ class AgentRun:
         self._seq = 0
         self._progress: float | None = None
         self._details: dict[str, Any] = {}
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._beats = HeartbeatLoop(self._push, name="irq-restate-beat")
         self.phase: Phase = "running"
 
     def frame(self) -> dict[str, Any]:
@@ -152,13 +150,6 @@ class AgentRun:
     def _push(self) -> None:
         (self._pusher or shared_pusher()).push(self.frame())
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            with self._lock:
-                if self._stop.is_set():
-                    return
-                self._push()
-
     def beat(self, progress: float | None = None, **details: Any) -> None:
         if progress is not None:
             self._progress = progress
@@ -167,8 +158,7 @@ class AgentRun:
 
     async def __aenter__(self) -> AgentRun:
         self._push()
-        self._thread = threading.Thread(target=self._loop, name="irq-restate-beat", daemon=True)
-        self._thread.start()
+        self._beats.start(self.interval_s)
         return self
 
     async def __aexit__(
@@ -177,8 +167,7 @@ class AgentRun:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        with self._lock:
-            self._stop.set()
+        self._beats.stop()
         if exc is None:
             phase: Phase = "completed"
         elif isinstance(exc, TerminalError):
