@@ -1,16 +1,18 @@
 """How the agent-side helpers of every backend declare a resource to irq.
 
-Each backend's helper (``dbos/agent.py`` ``AgentResource``, ``langgraph/agent.py``
-``AgentResource``, ``restate/agent.py`` ``AgentResource``, ``temporal/agent.py``
-``HeldResource``) keeps its own dataclass (they differ in how a resource is taken and freed);
-the entry they send, in heartbeats and reports, is built here, with the fields of
-``console.model.Resource``. Standard library only: this runs inside agent processes (and
-Temporal's workflow sandbox imports it).
+The DBOS and LangGraph helpers' ``AgentResource`` is :class:`AcquiredResource` (a resource
+taken by ``acquire`` on every execution); ``restate/agent.py`` ``AgentResource`` (no
+``acquire``, held from the start) and ``temporal/agent.py`` ``HeldResource`` (async hooks,
+other field order) keep their own dataclasses. The entry they all send, in heartbeats and
+reports, is built here, with the fields of ``console.model.Resource``. Standard library only:
+this runs inside agent processes (and Temporal's workflow sandbox imports it).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, TypedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypedDict
 
 
 class ResourceEntry(TypedDict, total=False):
@@ -60,3 +62,21 @@ def resource_entry(resource: DeclaredResource) -> ResourceEntry:
         "state": resource.state,
         "detail": resource.detail,
     }
+
+
+@dataclass
+class AcquiredResource:
+    """Something a run holds, with its pause/cancel policy and how to take and free it
+    (``acquire`` and ``release`` must be idempotent: the code runs again after a pause)."""
+
+    id: str
+    kind: str = "resource"
+    on_pause: Literal["keep", "release"] = "keep"
+    on_cancel: Literal["release", "keep"] = "release"
+    detail: str = ""
+    acquire: Callable[[], Any] | None = None
+    release: Callable[[], Any] | None = None
+    state: Literal["held", "released"] = field(default="released", init=False)
+
+    def entry(self) -> ResourceEntry:
+        return resource_entry(self)

@@ -51,7 +51,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -62,7 +62,11 @@ from dbos._error import (  # only exported from the private module (dbos.md §2)
     DBOSWorkflowConflictIDError,
 )
 
-from backend_adapters.agent_resources import ResourceEntry, resource_declaration
+from backend_adapters.agent_resources import (
+    AcquiredResource,
+    ResourceEntry,
+    resource_declaration,
+)
 from backend_adapters.dbos.conventions import (
     ATTR_INTENT,
     ATTR_REPORT,
@@ -122,22 +126,12 @@ def _now_iso() -> str:
 # ------------------------------------------------------------------------------ resources
 
 
-@dataclass
-class AgentResource:
+class AgentResource(AcquiredResource):
     """Something the run holds, with its pause/cancel policy and how to take and free it.
 
     ``acquire`` runs on every execution and must be idempotent ("ensure held by this run";
     after a pause a kept resource is still held). ``release`` must be idempotent too.
     """
-
-    id: str
-    kind: str = "resource"
-    on_pause: Literal["keep", "release"] = "keep"
-    on_cancel: Literal["release", "keep"] = "release"
-    detail: str = ""
-    acquire: Callable[[], Any] | None = None
-    release: Callable[[], Any] | None = None
-    state: Literal["held", "released"] = field(default="released", init=False)
 
     def declaration(self) -> ResourceEntry:
         return resource_declaration(self)

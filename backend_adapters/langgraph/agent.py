@@ -43,14 +43,14 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
 import httpx
 
-from backend_adapters.agent_resources import ResourceEntry, resource_entry
+from backend_adapters.agent_resources import AcquiredResource
 from backend_adapters.heartbeat_loop import HeartbeatLoop
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.langgraph.conventions import BACKEND, KEY_ARGS_SCHEMA, META_INTENT
@@ -221,22 +221,9 @@ def review_tools(calls: Sequence[ToolCallReview]) -> list[HumanReply]:
 # ---------------------------------------------------------------------- run side
 
 
-@dataclass
-class AgentResource:
+class AgentResource(AcquiredResource):
     """Something the node holds, with its pause/cancel policy and how to take and free it.
     ``acquire`` and ``release`` must be idempotent (a node runs again after a pause)."""
-
-    id: str
-    kind: str = "resource"
-    on_pause: Literal["keep", "release"] = "keep"
-    on_cancel: Literal["release", "keep"] = "release"
-    detail: str = ""
-    acquire: Callable[[], Any] | None = None
-    release: Callable[[], Any] | None = None
-    state: Literal["held", "released"] = field(default="released", init=False)
-
-    def entry(self) -> ResourceEntry:
-        return resource_entry(self)
 
 
 @dataclass(frozen=True)
