@@ -235,7 +235,7 @@ def run_from_row(
         code = f" ({details['last_failure_code']})" if details["last_failure_code"] else ""
         warnings.append(
             f"backing off after attempt {row.get('retry_count') or '?'}: "
-            f"{str(row.get('last_failure') or 'unknown failure')[:300]}{code}; next retry at "
+            f"{_first_line(row.get('last_failure'))}{code}; next retry at "
             f"{row.get('next_retry_at') or '?'} (resume retries now)"
         )
     elif pause_requested and status == "running":
@@ -281,3 +281,10 @@ def run_from_row(
         details={k: v for k, v in details.items() if v is not None},
     )
     return run, interrupts
+
+
+def _first_line(failure: object) -> str:
+    """The failure's message without the handler's traceback (Restate appends it), capped:
+    a warning is one line in a table and a plan."""
+    lines = str(failure or "").strip().splitlines()
+    return lines[0][:300] if lines else "unknown failure"

@@ -102,6 +102,8 @@ async def test_backing_off_pause_resume_is_retry_now_and_cancel_does_not_wait(
     run = await until(adapter, inv, lambda r: r.state is RunState.BACKING_OFF, "backing_off")
     assert "psp unavailable" in str(run.details["last_failure"])
     assert any("backing off after attempt 1" in w and "psp unavailable" in w for w in run.warnings)
+    # one line each: Restate appends the handler's traceback to the failure message
+    assert not any("\n" in w or "Traceback" in w for w in run.warnings), run.warnings
     assert stack.lines(inv).count("call-psp") == 1  # next retry is 30 s away
     await adapter.pause(inv, reason="hold", identity="op")
     run = await until(adapter, inv, lambda r: r.state is RunState.PAUSED, "paused")
