@@ -7,12 +7,13 @@ takes what is left.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from rich.cells import cell_len, set_cell_size
 
-from console.model import RunState
+from console.model import Run, RunState
 from console.tui.run_rows import RunRow
 from console.tui.state_display import (
     STATE_LABEL,
@@ -91,6 +92,19 @@ def layout(width: int) -> Layout:
     return Layout(tuple(widths), width, bar)
 
 
+_NAME_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def run_label(run: Run, g: GlyphSet) -> str:
+    """What the RUN column shows: the native id, led by the run's name when the id does not
+    already say what the run is (a LangGraph thread's UUID, a Restate ``inv_…`` id): at 80
+    columns there is no NAME column, and a screen of bare UUIDs tells the operator nothing."""
+    first = _NAME_WORD.search(run.name)
+    if first is None or first.group().lower() in run.native_id.lower():
+        return run.native_id
+    return f"{run.name} {g.separator} {run.native_id}"
+
+
 def cell(
     row: RunRow, col: Column, width: int, now: datetime, g: GlyphSet, bar: int = 0
 ) -> tuple[str, str]:
@@ -107,7 +121,7 @@ def cell(
             text += "*"
         return text, STATE_TONE[row.state]
     if key == "run":
-        return truncate_middle(run.native_id, width, g.ellipsis), ""
+        return truncate_middle(run_label(run, g), width, g.ellipsis), ""
     if key == "beat":
         age = run.heartbeat_age_s(now)
         if age is None:
