@@ -1,5 +1,6 @@
 """The background beat of an agent-side run helper (``langgraph/agent.py`` and
-``restate/agent.py`` ``AgentRun``): push a heartbeat every interval until the run ends.
+``restate/agent.py`` ``AgentRun``): push a heartbeat every interval until the run ends; and
+the sequence number every helper's heartbeats carry (:func:`next_seq`).
 
 :meth:`HeartbeatLoop.stop` takes the lock a beat is pushed under, so once it returns no beat
 follows: the helper's final report is the run's last frame. It does not join the thread (an
@@ -9,7 +10,15 @@ async handler must not block its loop); the thread ends at its next wake-up.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+
+
+def next_seq(previous: int) -> int:
+    """The next heartbeat ``seq``: above ``previous`` and at least the wall clock in epoch
+    milliseconds, so it keeps increasing across executions of the run (the gateway keeps only
+    the newest seq of a run)."""
+    return max(previous + 1, int(time.time() * 1000))
 
 
 class HeartbeatLoop:

@@ -86,6 +86,7 @@ from backend_adapters.dbos.runtime import (
     agent_runtime,
     configure_agent,
 )
+from backend_adapters.heartbeat_loop import next_seq
 from backend_adapters.heartbeat_push import CLIENT, heartbeat_frame
 from backend_adapters.run_records import InterruptPayload, Phase
 
@@ -361,7 +362,7 @@ class AgentRun:
     def frame(self) -> dict[str, Any]:
         """The next heartbeat frame (seq strictly increasing across executions: epoch ms)."""
         with self._lock:
-            self._seq = max(self._seq + 1, int(time.time() * 1000))
+            self._seq = next_seq(self._seq)
             seq = self._seq
         details = dict(self.details)
         if self.waiting_on:

@@ -51,7 +51,7 @@ from typing import Any, Literal
 import httpx
 
 from backend_adapters.agent_resources import AcquiredResource
-from backend_adapters.heartbeat_loop import HeartbeatLoop
+from backend_adapters.heartbeat_loop import HeartbeatLoop, next_seq
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.langgraph.conventions import BACKEND, KEY_ARGS_SCHEMA, META_INTENT
 from backend_adapters.run_records import Phase
@@ -295,7 +295,7 @@ class AgentRun:
         return self._node
 
     def _next_seq(self) -> int:
-        self._seq = max(self._seq + 1, int(time.time() * 1000))
+        self._seq = next_seq(self._seq)
         return self._seq
 
     def frame(self) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +29,7 @@ from typing import Any, Literal, cast
 from restate import Context, TerminalError
 
 from backend_adapters.agent_resources import ResourceEntry, resource_entry
-from backend_adapters.heartbeat_loop import HeartbeatLoop
+from backend_adapters.heartbeat_loop import HeartbeatLoop, next_seq
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
 from backend_adapters.restate.conventions import BACKEND, INTERRUPT_STEP, PublishedInterrupt
 from backend_adapters.run_records import Phase
@@ -133,7 +132,7 @@ class AgentRun:
         self.phase: Phase = "running"
 
     def frame(self) -> dict[str, Any]:
-        self._seq = max(self._seq + 1, int(time.time() * 1000))
+        self._seq = next_seq(self._seq)
         return heartbeat_frame(
             backend=BACKEND,
             context=self.context,
