@@ -549,8 +549,9 @@ def _after_resume(thread: dict[str, Any], ended: bool) -> str:
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
     """``langgraph+http://HOST:PORT`` / ``langgraph+https://HOST[/PATH]`` (an Agent Server),
-    or ``langgraph+sqlite:////abs/file.sqlite?graph=MODULE:ATTR`` (checkpointer mode,
-    ``checkpointer.py``).
+    or ``langgraph+sqlite:////abs/file.sqlite?graph=MODULE:ATTR`` /
+    ``langgraph+postgresql://USER@HOST:PORT/DB?graph=MODULE:ATTR&password_env=VAR``
+    (checkpointer mode, ``checkpointer.py``).
 
     Parameters: ``api_key_env=VAR`` / ``api_key_file=PATH`` (sent as ``x-api-key``),
     ``header_env=`` / ``header_file=`` (other headers), ``timeout`` (seconds per call, 5),
@@ -560,7 +561,7 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
     (how long a decision follows its run on the SSE join stream to report what the graph did
     with it, 3; 0: not at all)."""
     parts = urlsplit(parsed.target)
-    if parts.scheme == "sqlite":
+    if parts.scheme in ("sqlite", "postgresql", "postgres"):
         return _checkpointer_from_url(parsed, ledger)
     parts, host = http_target(parsed, BACKEND)
     params = dict(parsed.params)
@@ -595,14 +596,25 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
 
 
 def _checkpointer_from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
-    from backend_adapters.langgraph.checkpointer import CheckpointerBackend, sqlite_path
+    from backend_adapters.langgraph.checkpointer import (
+        CheckpointerBackend,
+        Checkpoints,
+        SqliteCheckpoints,
+        postgres_checkpoints,
+        sqlite_path,
+    )
 
     params = dict(parsed.params)
     graph = params.pop("graph", "")
+    store: Checkpoints
+    if urlsplit(parsed.target).scheme == "sqlite":
+        store = SqliteCheckpoints(sqlite_path(parsed.target))
+    else:
+        store = postgres_checkpoints(parsed.target, params)
     if not graph:
         raise BackendURLError(
-            "langgraph+sqlite needs graph=MODULE:ATTR (or FILE.py:ATTR): the graph that reads "
-            "and resumes the threads"
+            "langgraph checkpointer mode needs graph=MODULE:ATTR (or FILE.py:ATTR): the graph "
+            "that reads and resumes the threads"
         )
     raw_follow = params.pop("follow_s", "3")
     reject_unknown(params, backend=BACKEND)
@@ -611,7 +623,7 @@ def _checkpointer_from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:
     except ValueError as exc:
         raise BackendURLError(f"langgraph URL: follow_s must be a number: {raw_follow!r}") from exc
     return CheckpointerBackend(
-        sqlite_path(parsed.target),
+        store,
         graph,
         ledger,
         context=parsed.context,

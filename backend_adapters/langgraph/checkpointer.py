@@ -1,10 +1,15 @@
 """Checkpointer mode: threads of graphs that a team runs in its own process, observed straight
-from their SQLite checkpointer and decided by resuming through the graph.
+from their SQLite or PostgreSQL checkpointer and decided by resuming through the graph.
 
 ``langgraph+sqlite:////abs/checkpoints.sqlite?graph=my_pkg.agents:graph`` (or
-``graph=/abs/path/agents.py:graph``). The graph is imported in the gateway process and
-compiled with a ``SqliteSaver`` on the same file (``StateGraph`` builders and compiled graphs
-both work). Every thread in the file is read as a thread of that graph: one URL per graph.
+``graph=/abs/path/agents.py:graph``), or
+``langgraph+postgresql://USER@HOST:PORT/DB?graph=...&password_env=VAR`` (``password_file=``
+too; backend_adapters/url_secrets.py). The graph is imported in the gateway process and
+compiled with a ``SqliteSaver`` on the same file, or a ``PostgresSaver`` (the
+``langgraph-checkpoint-postgres`` library) on the same database (``StateGraph`` builders and
+compiled graphs both work). irq never creates or migrates the checkpointer's tables: the
+graph's own process does (``saver.setup()``). Every thread in the file or database is read as
+a thread of that graph: one URL per graph.
 
 What it can and cannot know (no server holds the runs):
 
@@ -32,6 +37,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from backend_adapters.base import (
     ActionCapability,
@@ -64,6 +70,7 @@ from backend_adapters.langgraph.state_mapping import (
     journal_from_history,
     run_from_thread,
 )
+from backend_adapters.url_secrets import take_secret
 from console.model import Action, Decision, DecisionKind, Heartbeat, Interrupt, JournalStep, Run
 
 T = TypeVar("T")
@@ -80,7 +87,8 @@ CHECKPOINTER_CAPABILITIES = Capabilities(
     decisions=tuple(DecisionKind),
     native_heartbeats=False,
     notes=(
-        "checkpointer mode: threads read from the SQLite checkpointer; decisions resume the "
+        "checkpointer mode: threads read from the SQLite or PostgreSQL checkpointer; decisions "
+        "resume the "
         "graph (imported from the URL's graph=) in the gateway process",
         "a thread that is neither waiting nor finished shows running: the checkpointer cannot "
         "tell a running graph from a dead process (push heartbeats with irq's agent helper)",
@@ -113,14 +121,105 @@ def load_graph(spec: str) -> tuple[Any, str]:
     return graph, attr
 
 
+class SqliteCheckpoints:
+    """A SQLite checkpointer file: the saver the graph is compiled with, and its threads."""
+
+    kind = "sqlite"
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.url = f"sqlite://{path}"
+        self._conn: sqlite3.Connection | None = None
+
+    def saver(self) -> Any:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        if not self.path.is_file():
+            raise Unreachable(f"no checkpointer file at {self.path}", target=self.url)
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False)
+        return SqliteSaver(self._conn)
+
+    def thread_ids(self) -> list[str]:
+        assert self._conn is not None
+        rows = self._conn.execute(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+class PostgresCheckpoints:
+    """A PostgreSQL database that a ``PostgresSaver`` writes: a small psycopg pool (it
+    reconnects after the server restarts), the saver on it, and the threads in its tables."""
+
+    kind = "postgres"
+    errors: tuple[type[Exception], ...] = ()
+
+    def __init__(self, conninfo: str, display: str, *, timeout_s: float = 5.0) -> None:
+        import psycopg
+
+        self.errors = (psycopg.Error,)
+        self.url = display  # never the password
+        self._conninfo = conninfo
+        self._timeout_s = timeout_s
+        self._pool: Any = None
+
+    def saver(self) -> Any:
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg import Connection
+        from psycopg.rows import DictRow, dict_row
+        from psycopg_pool import ConnectionPool
+
+        pool = ConnectionPool(
+            self._conninfo,
+            connection_class=Connection[DictRow],  # rows as dicts: what PostgresSaver reads
+            min_size=1,
+            max_size=4,
+            open=False,
+            timeout=self._timeout_s,
+            check=ConnectionPool.check_connection,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            name="irq-langgraph-checkpoints",
+        )
+        try:
+            pool.open(wait=True, timeout=self._timeout_s)
+        except Exception:
+            pool.close()
+            raise
+        self._pool = pool
+        return PostgresSaver(pool)
+
+    def thread_ids(self) -> list[str]:
+        assert self._pool is not None
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
+            ).fetchall()
+        return [str(r["thread_id"]) for r in rows]
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+Checkpoints = SqliteCheckpoints | PostgresCheckpoints
+
+
 class CheckpointerBackend:
-    """Threads in one SQLite checkpointer file, decided through one graph."""
+    """Threads in one SQLite checkpointer file or PostgreSQL database, decided through one
+    graph."""
 
     name = BACKEND
 
     def __init__(
         self,
-        path: Path,
+        store: Checkpoints,
         graph_spec: str,
         ledger: PauseLedger,
         *,
@@ -129,16 +228,15 @@ class CheckpointerBackend:
         follow_s: float = 3.0,
     ) -> None:
         self.context = context
-        self.url = f"sqlite://{path}"
+        self.url = store.url
         self.poll_interval_s = poll_interval_s
-        self._path = path
+        self._store = store
         self._graph_spec = graph_spec
         self._ledger = ledger
         self._follow_s = follow_s
         self._graph: Any = None
         self._graph_name = graph_spec.rpartition(":")[2]
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # one sqlite connection, one resume per thread
+        self._lock = threading.Lock()  # one reader at a time, one resume per thread
         self._resuming: set[str] = set()
 
     # -------------------------------------------------------------------------- plumbing
@@ -148,16 +246,11 @@ class CheckpointerBackend:
 
     def _open(self) -> Any:
         if self._graph is None:
-            from langgraph.checkpoint.sqlite import SqliteSaver
-
-            if not self._path.is_file():
-                raise Unreachable(f"no checkpointer file at {self._path}", target=self.url)
             graph, name = load_graph(self._graph_spec)
             builder = getattr(graph, "builder", graph)
             if not hasattr(builder, "compile"):
                 raise BackendURLError(f"graph={self._graph_spec} is not a LangGraph graph")
-            self._conn = sqlite3.connect(str(self._path), check_same_thread=False)
-            self._graph = builder.compile(checkpointer=SqliteSaver(self._conn))
+            self._graph = builder.compile(checkpointer=self._store.saver())
             self._graph_name = getattr(graph, "name", None) or name
             if self._graph_name == "LangGraph":
                 self._graph_name = name
@@ -172,7 +265,7 @@ class CheckpointerBackend:
                     raise
                 except BackendURLError as exc:
                     raise Unreachable(str(exc), target=self.url) from exc
-                except sqlite3.Error as exc:
+                except self._store.errors as exc:
                     raise Unreachable(f"{self.url}: {exc}", target=self.url) from exc
 
         return await asyncio.to_thread(guarded)
@@ -183,10 +276,8 @@ class CheckpointerBackend:
         await self._call(self._open)
 
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
         self._graph = None
-        if conn is not None:
-            conn.close()
+        await asyncio.to_thread(self._store.close)
 
     def capabilities(self) -> Capabilities:
         return CHECKPOINTER_CAPABILITIES
@@ -195,11 +286,7 @@ class CheckpointerBackend:
 
     def _thread_ids(self) -> list[str]:
         self._open()
-        assert self._conn is not None
-        rows = self._conn.execute(
-            "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
-        ).fetchall()
-        return [str(r[0]) for r in rows]
+        return self._store.thread_ids()
 
     def _as_thread(self, tid: str) -> dict[str, Any]:
         """A thread as the Agent Server would report it, from the graph's state."""
@@ -236,7 +323,7 @@ class CheckpointerBackend:
         run_id = self.run_id(thread["thread_id"])
         interrupts = interrupts_of(thread, run_id=run_id)
         run = run_from_thread(
-            thread, context=self.context, checkpointer="sqlite", interrupts=interrupts
+            thread, context=self.context, checkpointer=self._store.kind, interrupts=interrupts
         )
         run.action_notes = {}
         if thread["status"] == "busy":
@@ -436,3 +523,35 @@ def sqlite_path(target: str) -> Path:
     absolute = Path(rest)
     relative = Path(rest[1:])
     return absolute if absolute.exists() or not relative.exists() else relative.resolve()
+
+
+def postgres_checkpoints(target: str, params: dict[str, str]) -> PostgresCheckpoints:
+    """``postgresql://USER@HOST:PORT/DB`` plus ``password_env=``/``password_file=`` (taken out
+    of ``params``) -> the database. A password written into the URL works too, but shows in
+    ``ps`` and config.toml; it is never displayed."""
+    parts = urlsplit(target)
+    password = take_secret(params, "password")
+    user = parts.username or ""
+    if not parts.hostname or not parts.path.strip("/"):
+        raise BackendURLError(
+            f"langgraph+postgresql URL names no host or database: {target!r} "
+            "(langgraph+postgresql://USER@HOST:PORT/DB?graph=MODULE:ATTR)"
+        )
+    if password is not None and parts.password is not None:
+        raise BackendURLError(
+            "the URL has a password and names one with password_env=/password_file="
+        )
+    if password is not None and not user:
+        raise BackendURLError(
+            "password_env=/password_file= need a user in the URL: "
+            "langgraph+postgresql://USER@HOST/DB?password_env=VAR"
+        )
+    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    secret = password if password is not None else parts.password
+    credentials = quote(unquote(user), safe="")
+    if secret is not None:
+        credentials += ":" + quote(secret if password is not None else unquote(secret), safe="")
+    conninfo = urlunsplit(
+        ("postgresql", f"{credentials}@{netloc}" if credentials else netloc, parts.path, "", "")
+    )
+    return PostgresCheckpoints(conninfo, f"postgresql://{netloc}{parts.path}")
