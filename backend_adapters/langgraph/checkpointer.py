@@ -175,6 +175,10 @@ class PostgresCheckpoints:
         from psycopg.rows import DictRow, dict_row
         from psycopg_pool import ConnectionPool
 
+        # one plain connection first: the pool would retry a refused login until its timeout
+        # and report only "pool initialization incomplete"; this reports the server's reason
+        with Connection.connect(self._conninfo, connect_timeout=max(1, round(self._timeout_s))):
+            pass
         pool = ConnectionPool(
             self._conninfo,
             connection_class=Connection[DictRow],  # rows as dicts: what PostgresSaver reads

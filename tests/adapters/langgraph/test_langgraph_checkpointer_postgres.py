@@ -32,7 +32,8 @@ from tests.unit.test_backend_conformance import conformance_problems
 
 GRAPH_FILE = Path(__file__).parent / "graphs" / "inbox_graph.py"
 DATABASE = "irq_langgraph"
-PASSWORD = "s3cret/with:odd@chars"  # trust auth ignores it; it must still be carried right
+READER = "irq_reader"  # the role irq connects as: password authentication, not trust
+PASSWORD = "s3cret/with:odd@chars"
 
 AGENT = textwrap.dedent(
     """
@@ -70,21 +71,32 @@ def values_of(url: str, tid: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def checkpoints(postgres_server: PostgresServer) -> Iterator[str]:
     """A database written by a graph run in a separate process: threads a and b stop at
-    interrupt(), c is answered and finished. Yields the database's URL."""
+    interrupt(), c is answered and finished. Yields irq's URL of it: the role ``READER``,
+    which the server authenticates by password (a rule put first in this throw-away server's
+    pg_hba.conf), so a password lost on the way is a refused connection."""
     with postgres_server.connect(autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {DATABASE}")
+        conn.execute(f"CREATE ROLE {READER} LOGIN PASSWORD '{PASSWORD}'")
+    hba = postgres_server.data_dir / "pg_hba.conf"
+    rule = f"host {DATABASE} {READER} 127.0.0.1/32 scram-sha-256\n"
+    hba.write_text(rule + hba.read_text())  # first matching rule wins
+    with postgres_server.connect(autocommit=True) as conn:
+        conn.execute("SELECT pg_reload_conf()")
     url = postgres_server.url(DATABASE)
     done = subprocess.run(
         [sys.executable, "-c", AGENT.format(graphs=str(GRAPH_FILE.parent), url=url)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    yield url
+    with postgres_server.connect(DATABASE, autocommit=True) as conn:
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {READER}")
+    yield url.replace(f"{postgres_server.user}@", f"{READER}@", 1)
 
 
 async def test_postgres_checkpointer_threads_are_observed_and_decided_once(
     checkpoints: str, postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    written = postgres_server.url(DATABASE)  # the graph's own URL (trust), to check with
     monkeypatch.setenv("IRQ_TEST_PGPASS", PASSWORD)
     raw = f"langgraph+{checkpoints}?graph={GRAPH_FILE}:graph&password_env=IRQ_TEST_PGPASS"
     backend = open_backend(raw, MemoryPauseLedger())
@@ -107,7 +119,7 @@ async def test_postgres_checkpointer_threads_are_observed_and_decided_once(
             a, Decision(kind=DecisionKind.APPROVE), idempotency_key="k1", identity="ann"
         )
         assert "the graph stopped or finished" in outcome.detail
-        values = values_of(checkpoints, "a")
+        values = values_of(written, "a")
         assert values["response"] == {"type": "accept", "args": None}
         assert values["log"] == ["draft", "review", "act"]  # review ran past interrupt once
 
@@ -118,8 +130,8 @@ async def test_postgres_checkpointer_threads_are_observed_and_decided_once(
             a, Decision(kind=DecisionKind.APPROVE), idempotency_key="k1", identity="ann"
         )
         assert again.detail.startswith("already delivered")
-        assert values_of(checkpoints, "a")["log"] == ["draft", "review", "act"]
-        assert "response" not in values_of(checkpoints, "b")  # nothing reached b
+        assert values_of(written, "a")["log"] == ["draft", "review", "act"]
+        assert "response" not in values_of(written, "b")  # nothing reached b
 
         steps = await backend.journal("a")
         review = next(s for s in steps if s.name == "review")
@@ -140,13 +152,21 @@ async def test_postgres_checkpointer_url_errors_are_clear(
     with pytest.raises(BackendURLError, match="IRQ_TEST_UNSET is not set"):
         open_backend(f"langgraph+{checkpoints}?{graph}&password_env=IRQ_TEST_UNSET",
                      MemoryPauseLedger())
-    nouser = checkpoints.replace("postgres@", "", 1)
+    nouser = checkpoints.replace(f"{READER}@", "", 1)
     monkeypatch.setenv("IRQ_TEST_PGPASS", PASSWORD)
     with pytest.raises(BackendURLError, match="need a user"):
         open_backend(f"langgraph+{nouser}?{graph}&password_env=IRQ_TEST_PGPASS",
                      MemoryPauseLedger())
     with pytest.raises(BackendURLError, match="needs graph="):
         open_backend(f"langgraph+{checkpoints}", MemoryPauseLedger())
+    monkeypatch.setenv("IRQ_TEST_PGPASS", "wrong")
+    wrong = open_backend(f"langgraph+{checkpoints}?{graph}&password_env=IRQ_TEST_PGPASS",
+                         MemoryPauseLedger())
+    try:
+        with pytest.raises(Unreachable, match="password authentication failed"):
+            await wrong.observe()
+    finally:
+        await wrong.close()
     # a database the graph never wrote to: no checkpoint tables, and irq does not create them
     with postgres_server.connect(autocommit=True) as conn:
         conn.execute("CREATE DATABASE irq_langgraph_empty")
