@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/temporal_dead_worker.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py --poll 0.5
 	$(BIN)/python benchmarks/dbos_adapter.py
+	$(BIN)/python benchmarks/restate_hang.py
 
 clean:
 	rm -rf $(VENV)
