@@ -45,8 +45,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/temporal_observe.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py --poll 0.5
+	$(BIN)/python benchmarks/temporal_dead_worker.py --poll 0.1 --rps 20 --trials 3
+	$(BIN)/python benchmarks/temporal_dead_worker.py --poll 0.1 --rps 2 --trials 2
 	$(BIN)/python benchmarks/dbos_adapter.py
 	$(BIN)/python benchmarks/restate_hang.py
+	$(BIN)/python benchmarks/langgraph_inbox.py
 
 clean:
 	rm -rf $(VENV)
