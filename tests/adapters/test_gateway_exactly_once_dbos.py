@@ -11,67 +11,23 @@ the one ``recv`` that returned it, so a late duplicate cannot hide behind a shor
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from test_dbos_adapter import deploy, plan, step
 
 from console.client import GatewayClient, GatewayUnreachable
-from console.gateway.auth import create_token
-from console.model import Decision, DecisionKind, Role
-from console.processes import free_port, stop_process
+from console.model import Decision, DecisionKind
+from tests.support.crashable_gateway import CrashableGateway
 from tests.support.dbos_record import read_record, settled_record
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class ServedGateway:
-    def __init__(self, home: Path, db: Path) -> None:
-        self.home, self.db = home, db
-        self.port = free_port()
-        self.url = f"ws://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = home / "gateway.log"
-
-    def start(self, crash_at: str | None = None) -> None:
-        """`irq serve`, or with ``crash_at`` the test-only gateway that SIGKILLs itself there."""
-        env = {**os.environ, "IRQ_HOME": str(self.home)}
-        backend = f"dbos+sqlite:///{self.db}?poll=0.3"
-        if crash_at:
-            cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
-                   "--port", str(self.port), "--backend", backend, "--crash-at", crash_at]
-        else:
-            cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-                   "--backend", backend]
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError("gateway did not start:\n" + self.log.read_text()[-3000:])
-
-    def stop(self) -> None:
-        if self.process:
-            stop_process(self.process)
 
 
 @pytest.fixture
 def served(tmp_path, dbos_worker):
     home = tmp_path / "irq"
     home.mkdir()
-    gw = ServedGateway(home, dbos_worker.db)
-    gw.tokens = {r: create_token(Role(r), f"{r}-1", home) for r in ("operator", "admin")}  # type: ignore[attr-defined]
+    gw = CrashableGateway(home, f"dbos+sqlite:///{dbos_worker.db}?poll=0.3")
     try:
         yield gw
     finally:

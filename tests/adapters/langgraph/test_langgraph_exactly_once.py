@@ -6,11 +6,7 @@ run) and the value the node recorded."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,54 +16,15 @@ from langgraph_scenarios import ServerClient
 
 from backend_adapters.langgraph.dev_server import AgentServer
 from console.client import GatewayClient, GatewayUnreachable
-from console.gateway.auth import create_token
-from console.model import Decision, DecisionKind, Role
-from console.processes import free_port, stop_process
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-class Gateway:
-    def __init__(self, home: Path, backend: str) -> None:
-        self.home, self.backend = home, backend
-        self.port = free_port()
-        self.url = f"ws://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = home / "gateway.log"
-        self.operator = create_token(Role.OPERATOR, "ann", home)
-        self.admin = create_token(Role.ADMIN, "bob", home)
-
-    def start(self, crash_at: str | None = None) -> None:
-        """``irq serve``, or with ``crash_at`` the test-only gateway that SIGKILLs itself."""
-        env = {**os.environ, "IRQ_HOME": str(self.home)}
-        if crash_at:
-            cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
-                   "--port", str(self.port), "--backend", self.backend, "--crash-at", crash_at]
-        else:
-            cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-                   "--backend", self.backend]
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError("gateway did not start:\n" + self.log.read_text()[-3000:])
-
-    def stop(self) -> None:
-        if self.process:
-            stop_process(self.process)
+from console.model import Decision, DecisionKind
+from tests.support.crashable_gateway import CrashableGateway
 
 
 @pytest.fixture
-def gateway(tmp_path: Path, agent_server: AgentServer) -> Iterator[Gateway]:
+def gateway(tmp_path: Path, agent_server: AgentServer) -> Iterator[CrashableGateway]:
     home = tmp_path / "irq"
     home.mkdir()
-    gw = Gateway(home, agent_server.backend_url(poll=0.3))
+    gw = CrashableGateway(home, agent_server.backend_url(poll=0.3))
     try:
         yield gw
     finally:
@@ -89,11 +46,11 @@ def resume_runs(server: ServerClient, tid: str) -> list[dict]:
 
 
 async def test_gateway_killed_between_intent_and_outcome_delivers_once_after_restart(
-    gateway: Gateway, server: ServerClient
+    gateway: CrashableGateway, server: ServerClient
 ):
     tid = server.run_until_interrupted("inbox", {})
     gateway.start(crash_at="after_intent")
-    async with GatewayClient(gateway.url, gateway.operator) as client:
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as client:
         iid = await pending(client, tid)
         with pytest.raises(GatewayUnreachable):
             await client.command("decide", [iid], decision=Decision(kind=DecisionKind.APPROVE),
@@ -108,7 +65,7 @@ async def test_gateway_killed_between_intent_and_outcome_delivers_once_after_res
     gateway.start()  # recovery re-drives the journaled intent
     values = server.wait_status(tid, "idle")["values"]
     assert values["response"] == {"type": "accept", "args": None}
-    async with GatewayClient(gateway.url, gateway.admin) as client:
+    async with GatewayClient(gateway.url, gateway.tokens["admin"]) as client:
         again = await client.command("decide", [iid], decision=Decision(kind=DecisionKind.APPROVE),
                                      key="crash-key-1")
         assert again[0].outcome == "applied" and again[0].replayed
@@ -118,12 +75,12 @@ async def test_gateway_killed_between_intent_and_outcome_delivers_once_after_res
 
 
 async def test_two_clients_approving_at_once_deliver_one_decision(
-    gateway: Gateway, server: ServerClient
+    gateway: CrashableGateway, server: ServerClient
 ):
     tid = server.run_until_interrupted("inbox", {})
     gateway.start()
-    async with GatewayClient(gateway.url, gateway.operator) as a, \
-            GatewayClient(gateway.url, gateway.admin) as b:
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as a, \
+            GatewayClient(gateway.url, gateway.tokens["admin"]) as b:
         iid = await pending(a, tid)
         await pending(b, tid)
         ra, rb = await asyncio.gather(

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,52 +16,15 @@ import pytest
 from restate_scenarios import RestateStack, invocation, send
 
 from console.client import GatewayClient, GatewayUnreachable
-from console.gateway.auth import create_token
-from console.model import Decision, DecisionKind, Role
-from console.processes import free_port, stop_process
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-class Gateway:
-    def __init__(self, home: Path, backend: str) -> None:
-        self.home, self.backend = home, backend
-        self.port = free_port()
-        self.url = f"ws://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = home / "gateway.log"
-        self.tokens = {r: create_token(Role(r), f"{r}-1", home) for r in ("operator", "admin")}
-
-    def start(self, crash_at: str | None = None) -> None:
-        env = {**os.environ, "IRQ_HOME": str(self.home)}
-        if crash_at:
-            cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
-                   "--port", str(self.port), "--backend", self.backend, "--crash-at", crash_at]
-        else:
-            cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-                   "--backend", self.backend]
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError("gateway did not start:\n" + self.log.read_text()[-3000:])
-
-    def stop(self) -> None:
-        if self.process:
-            stop_process(self.process)
+from console.model import Decision, DecisionKind
+from tests.support.crashable_gateway import CrashableGateway
 
 
 @pytest.fixture
-def gateway(tmp_path: Path, stack: RestateStack) -> Iterator[Gateway]:
+def gateway(tmp_path: Path, stack: RestateStack) -> Iterator[CrashableGateway]:
     home = tmp_path / "irq"
     home.mkdir()
-    gw = Gateway(home, stack.server.backend_url(poll=0.3))
+    gw = CrashableGateway(home, stack.server.backend_url(poll=0.3))
     try:
         yield gw
     finally:
@@ -94,7 +53,7 @@ async def _decided_once(stack: RestateStack, inv: str) -> dict[str, object]:
 
 
 async def test_gateway_killed_between_intent_and_call_delivers_once_after_restart(
-    gateway: Gateway, stack: RestateStack
+    gateway: CrashableGateway, stack: RestateStack
 ) -> None:
     inv = send(stack.server.ingress_url, "IrqHuman/approve", {})
     gateway.start(crash_at="after_intent")
@@ -131,7 +90,7 @@ async def test_gateway_killed_between_intent_and_call_delivers_once_after_restar
 
 
 async def test_two_clients_deciding_at_once_deliver_one_decision(
-    gateway: Gateway, stack: RestateStack
+    gateway: CrashableGateway, stack: RestateStack
 ) -> None:
     inv = send(stack.server.ingress_url, "IrqHuman/approve", {})
     gateway.start()

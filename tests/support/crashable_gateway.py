@@ -1,0 +1,53 @@
+"""A real gateway process for the exactly-once tests: ``irq serve``, or the test-only entry
+point tests/support/faulty_gateway.py that SIGKILLs itself at a named point, on one port and
+one IRQ_HOME so a restart finds the journal the crashed gateway wrote."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from console.gateway.auth import create_token
+from console.model import Role
+from console.processes import free_port, stop_process
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class CrashableGateway:
+    def __init__(self, home: Path, backend: str) -> None:
+        self.home, self.backend = home, backend
+        self.port = free_port()
+        self.url = f"ws://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = home / "gateway.log"
+        self.tokens = {r: create_token(Role(r), f"{r}-1", home) for r in ("operator", "admin")}
+
+    def start(self, crash_at: str | None = None) -> None:
+        """``irq serve``, or with ``crash_at`` the test-only gateway that SIGKILLs itself there."""
+        env = {**os.environ, "IRQ_HOME": str(self.home)}
+        if crash_at:
+            cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
+                   "--port", str(self.port), "--backend", self.backend, "--crash-at", crash_at]
+        else:
+            cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
+                   "--backend", self.backend]
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError("gateway did not start:\n" + self.log.read_text()[-3000:])
+
+    def stop(self) -> None:
+        if self.process:
+            stop_process(self.process)
