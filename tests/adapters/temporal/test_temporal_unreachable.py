@@ -14,7 +14,10 @@ from backend_adapters.temporal.adapter import TemporalBackend
 async def test_down_and_hung_server_degrade_then_recover(own_temporal_server) -> None:
     server = own_temporal_server
     server.start_workflow("idle-1", "IdleAgent", "no-worker-tq", {})
-    backend = open_backend(server.backend_url(timeout=1), MemoryPauseLedger())
+    # rps=1000: incremental listings are spaced to fit the request budget (0.3 s apart at the
+    # default rps=20), and an observe() that sends nothing cannot find the server hung; with
+    # this budget every observe() below lists, so each one meets the server
+    backend = open_backend(server.backend_url(timeout=1, rps=1000), MemoryPauseLedger())
     assert isinstance(backend, TemporalBackend)
     await backend.start()
     try:
