@@ -18,6 +18,9 @@ DecisionName = Literal["approve", "edit", "reject", "respond"]
 MetaStep = Literal["priority", "specificity", "modality"]
 ObligationState = Literal["open", "fulfilled", "overdue", "waived"]
 
+_DEFAULT_DECISIONS: list[DecisionName] = ["approve", "edit", "reject"]
+_DEFAULT_META: list[MetaStep] = ["priority", "specificity", "modality"]
+
 
 class Subject(BaseModel):
     """Who a rule is about; every non-empty list must match (fnmatch globs), empty means any."""
@@ -48,7 +51,7 @@ class Rule(BaseModel):
     description: str = ""
     sensitive: bool = False  # the tools it names fail closed when an agent has no policy
     # require_approval
-    decisions: list[DecisionName] = Field(default_factory=lambda: ["approve", "edit", "reject"])
+    decisions: list[DecisionName] = Field(default_factory=lambda: _DEFAULT_DECISIONS.copy())
     decide_role: Literal["operator", "admin"] = "operator"
     approvers: int = 1
     # oblige
@@ -69,7 +72,7 @@ class Policy(BaseModel):
     version: str
     source: str = ""
     default: PolicyOutcome = "permit"
-    meta: list[MetaStep] = Field(default_factory=lambda: ["priority", "specificity", "modality"])
+    meta: list[MetaStep] = Field(default_factory=lambda: _DEFAULT_META.copy())
     tool_classes: dict[str, list[str]] = Field(default_factory=dict)
     tools: dict[str, list[str]] = Field(default_factory=dict)
     data_classes: dict[str, list[str]] = Field(default_factory=dict)
