@@ -34,3 +34,6 @@ class InterruptPayload(TypedDict, total=False):
     args_schema: dict[str, Any] | None
     allowed_decisions: list[str]
     created_at: str
+    #: the policy rule that requires this approval: {rule, why, decide_role, approvers,
+    #: policy_version} (``policy_guard.interrupt_policy``); absent on a plain interrupt
+    policy: dict[str, Any] | None

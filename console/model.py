@@ -177,6 +177,40 @@ class DecisionRecord(BaseModel):
         return {"kind": self.kind.value, "by": self.by, "at": self.at.isoformat()}
 
 
+class InterruptPolicy(BaseModel):
+    """The policy rule an interrupt was raised under (a ``require_approval`` tool call)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    rule: str
+    why: str = ""
+    decide_role: str = "operator"
+    approvers: int = 1
+    policy_version: str | None = None
+    approvals: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def from_payload(cls, value: Any) -> InterruptPolicy | None:
+        """The ``policy`` of an agent's interrupt payload, validated; None when absent or bad
+        (an agent's payload is untrusted: a malformed policy never hides the interrupt)."""
+        if not isinstance(value, dict) or not value.get("rule"):
+            return None
+        try:
+            return cls.model_validate(value)
+        except ValueError:
+            return None
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "why": self.why,
+            "decide_role": self.decide_role,
+            "approvers": self.approvers,
+            "policy_version": self.policy_version,
+            "approvals": list(self.approvals),
+        }
+
+
 class Interrupt(BaseModel):
     """A structured request for a human decision raised by a run."""
 
@@ -196,6 +230,7 @@ class Interrupt(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     status: Literal["pending", "decided", "withdrawn"] = "pending"
     decision: DecisionRecord | None = None
+    policy: InterruptPolicy | None = None  # the rule that requires this approval
 
     @staticmethod
     def make_id(run_id: str, native_id: str) -> str:
@@ -216,6 +251,7 @@ class Interrupt(BaseModel):
             "status": self.status,
             "decision": self.decision.contract() if self.decision else None,
             "native_id": self.native_id,
+            "policy": self.policy.contract() if self.policy else None,
         }
 
 

@@ -26,6 +26,7 @@ from console.model import (
     Action,
     DecisionKind,
     Interrupt,
+    InterruptPolicy,
     JournalStep,
     Resource,
     Run,
@@ -251,6 +252,7 @@ def interrupt_from_payload(payload: Any, *, run_id: str) -> Interrupt | None:
         args_schema=schema if isinstance(schema, dict) else None,
         allowed_decisions=allowed or [DecisionKind.APPROVE, DecisionKind.REJECT],
         created_at=parse_iso(payload.get("created_at")) or datetime.now(UTC),
+        policy=InterruptPolicy.from_payload(payload.get("policy")),
     )
 
 

@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from backend_adapters.langgraph.conventions import KEY_ARGS_SCHEMA
-from console.model import Decision, DecisionKind, Interrupt
+from console.model import Decision, DecisionKind, Interrupt, InterruptPolicy
 
 Shape = Literal["agent_inbox", "hitl_request", "tool_approval", "value"]
 
@@ -173,6 +173,10 @@ def interrupt_from_value(
         "run_id": run_id,
         "native_id": native_id,
         "created_at": created_at,
+        # a policy guard's interrupt names its rule (the value, or its Agent Inbox request)
+        "policy": InterruptPolicy.from_payload(
+            (_inbox_request(value) or (value if isinstance(value, dict) else {})).get("policy")
+        ),
     }
     shape = shape_of(value)
     if shape == "agent_inbox":

@@ -16,7 +16,16 @@ from backend_adapters.restate.conventions import (
     PublishedInterrupt,
     signal_index,
 )
-from console.model import Action, DecisionKind, Interrupt, JournalStep, Run, RunState, utcnow
+from console.model import (
+    Action,
+    DecisionKind,
+    Interrupt,
+    InterruptPolicy,
+    JournalStep,
+    Run,
+    RunState,
+    utcnow,
+)
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s|d)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -168,6 +177,7 @@ def interrupt_of(item: PublishedInterrupt, *, run_id: str) -> Interrupt:
         args_schema=schema if isinstance(schema, dict) else None,
         allowed_decisions=allowed or [DecisionKind.APPROVE, DecisionKind.REJECT],
         created_at=created or utcnow(),
+        policy=InterruptPolicy.from_payload(item.get("policy")),
     )
 
 

@@ -33,6 +33,7 @@ from console.model import (
     Action,
     DecisionKind,
     Interrupt,
+    InterruptPolicy,
     Resource,
     Run,
     RunState,
@@ -312,6 +313,7 @@ def interrupts_from_shape(
                 args_schema=schema if isinstance(schema, dict) else None,
                 allowed_decisions=allowed or [DecisionKind.APPROVE, DecisionKind.REJECT],
                 created_at=parse_time(item.get("created_at")) or fallback_created_at,
+                policy=InterruptPolicy.from_payload(item.get("policy")),
             )
         )
     return out
