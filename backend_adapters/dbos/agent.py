@@ -437,6 +437,7 @@ class AgentRun:
         description: str = "",
         allowed: Iterable[DecisionType] = ("approve", "edit", "reject"),
         timeout_s: float | None = None,
+        policy: Mapping[str, Any] | None = None,
     ) -> DecisionReply:
         """Ask a human and wait (durably) for the decision.
 
@@ -457,6 +458,8 @@ class AgentRun:
             "allowed_decisions": list(allowed),
             "created_at": _now_iso(),
         }
+        if policy is not None:  # the rule requiring this approval (run_records.InterruptPayload)
+            payload["policy"] = dict(policy)
         self.runtime.write(self.workflow_id, {ATTR_WAITING: iid})
         DBOS.set_event(EVENT_INTERRUPT, dict(payload))
         self.phase, self.waiting_on = "waiting", iid
