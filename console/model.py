@@ -431,7 +431,8 @@ class ActionPlan(BaseModel):
         }
 
 
-Outcome = Literal["applied", "conflict", "failed", "forbidden", "planned"]  # planned: dry run
+#: planned: dry run; recorded: a four-eyes approval was recorded, not yet delivered
+Outcome = Literal["applied", "conflict", "failed", "forbidden", "planned", "recorded"]
 
 
 class CommandResult(BaseModel):

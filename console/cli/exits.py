@@ -46,6 +46,7 @@ ERROR_CODES: dict[str, ExitCode] = {
 OUTCOME_CODES: dict[str, ExitCode] = {
     "applied": ExitCode.OK,
     "planned": ExitCode.OK,
+    "recorded": ExitCode.OK,  # a four-eyes approval, waiting for another approver
     "conflict": ExitCode.CONFLICT,
     "forbidden": ExitCode.UNAUTHORIZED,
     "failed": ExitCode.FAILED,
@@ -88,7 +89,7 @@ def fail_from_error(exc: GatewayError) -> NoReturn:
 
 
 def code_for_result(result: CommandResult) -> ExitCode:
-    if result.outcome in ("applied", "planned"):
+    if result.outcome in ("applied", "planned", "recorded"):
         return ExitCode.OK
     if result.error and result.error in ERROR_CODES:
         return ERROR_CODES[result.error]

@@ -109,7 +109,7 @@ def print_results(results: list[CommandResult], fmt: OutputFormat) -> ExitCode:
     contracts = [r.contract() for r in results]
 
     def text() -> None:
-        from console.cli.output import hint, print_table
+        from console.cli.output import hint, print_table, print_text
 
         if not results:
             hint("the gateway returned no results")
@@ -118,6 +118,9 @@ def print_results(results: list[CommandResult], fmt: OutputFormat) -> ExitCode:
         for result in results:
             table.add_row(*results_table_rows(result))
         print_table(table)
+        for result in results:  # four eyes: the approval counts, the decision is not sent yet
+            if result.outcome == "recorded":
+                print_text(esc(result.detail))
         failed = [r for r in results if code_for_result(r) is not ExitCode.OK]
         if failed and len(results) > 1:
             hint(f"{len(failed)} of {len(results)} not applied")
