@@ -27,6 +27,7 @@ from console.model import (
     Run,
     utcnow,
 )
+from console.policy.model import Obligation
 
 PROTOCOL_VERSION = 1
 
@@ -68,6 +69,8 @@ class FleetView:
     audit: list[AuditEntry] = field(default_factory=list)
     notices: list[dict[str, Any]] = field(default_factory=list)
     received_at: datetime | None = None
+    obligations: dict[str, Obligation] = field(default_factory=dict)
+    policy: dict[str, Any] | None = None  # {version, source, loaded_at, rules} of the gateway
 
     def load_snapshot(self, frame: dict[str, Any]) -> None:
         self.epoch = frame.get("epoch", "")
@@ -80,6 +83,10 @@ class FleetView:
         for b in frame.get("backends", []):
             health = BackendHealth.model_validate(b)
             self.backends[health.key] = health
+        self.obligations = {
+            o["id"]: Obligation.model_validate(o) for o in frame.get("obligations", [])
+        }
+        self.policy = frame.get("policy")
         self.received_at = utcnow()
 
     def apply(self, event: dict[str, Any]) -> bool:
@@ -107,6 +114,11 @@ class FleetView:
         elif kind == "notice":
             self.notices.append(data)
             del self.notices[:-200]
+        elif kind == "obligation":
+            obligation = Obligation.model_validate(data)
+            self.obligations[obligation.id] = obligation
+        elif kind == "policy":
+            self.policy = data
         if seq:
             self.seq = seq
         self.received_at = utcnow()

@@ -74,6 +74,11 @@ def serve_command(
     log_level: Annotated[
         LogLevel, typer.Option("--log-level", help="Gateway log verbosity (stderr).")
     ] = LogLevel.INFO,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", exists=True, dir_okay=False,
+                     help="Policy file (TOML): loaded at start, reloaded when it changes."),
+    ] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     import asyncio
@@ -98,7 +103,8 @@ def serve_command(
         except BackendURLError as exc:
             fail(ExitCode.USAGE, str(exc))
 
-    settings = GatewaySettings(host=host, port=port, backends=urls, certfile=cert, keyfile=key)
+    settings = GatewaySettings(host=host, port=port, backends=urls, certfile=cert, keyfile=key,
+                               policy_path=policy)
     try:
         from console.gateway.server import run_gateway
     except ImportError as exc:
@@ -118,6 +124,12 @@ def serve_command(
         pass
     except BackendURLError as exc:
         fail(ExitCode.USAGE, str(exc))
+    except ValueError as exc:  # console.policy.loader.PolicyError: names file, rule and key
+        from console.policy.loader import PolicyError
+
+        if not isinstance(exc, PolicyError):
+            raise
+        fail(ExitCode.USAGE, f"invalid policy: {exc}")
     except RuntimeError as exc:  # JournalInUse: another gateway owns this IRQ_HOME's journal
         fail(ExitCode.FAILED, str(exc))
     except OSError as exc:

@@ -99,6 +99,8 @@ class Hub:
         self.subscribers: set[Subscriber] = set()
         self._dirty: set[str] = set()
         self.max_pending = 50_000
+        #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
+        self.snapshot_parts: dict[str, Callable[[], Any]] = {}
 
     # ------------------------------------------------------------------------- events
 
@@ -134,6 +136,7 @@ class Hub:
             "runs": [r.contract(now) for r in self.runs.values()],
             "interrupts": [i.contract(now) for i in self.interrupts.values()],
             "backends": [b.contract(now) for b in self.backends.values()],
+            **{key: part() for key, part in self.snapshot_parts.items()},
         }
 
     # ------------------------------------------------------------------------ backends
@@ -270,6 +273,18 @@ class Hub:
         timeout = last.timeout_s or (run.heartbeat_timeout_s if run else None)
         at = last.at if last.at.tzinfo is not None else last.at.replace(tzinfo=now.tzinfo)
         return (now - at).total_seconds() > (timeout or DEFAULT_TAKEOVER_S)
+
+    def check_reporter(self, run_id: str, reporter: Reporter) -> None:
+        """For frames other than beats (policy events): FrameError ``bound_to_other`` when
+        the run's beats come from another token that may not take it over yet. Never binds."""
+        bound = self.bound_to(run_id)
+        if bound is None or bound.token_id == reporter.token_id:
+            return
+        held = self.unknown.get(run_id)
+        last = self._beats.get(run_id) if run_id in self._observed else (
+            held.beat if held else None)
+        if not self._may_take_over(run_id, last, self.clock()):
+            raise FrameError("bound_to_other", f"{run_id} reports through another agent token")
 
     def unbind(self, run_id: str) -> None:
         """An operator resumed the run: whichever worker of its scope picks it up reports."""

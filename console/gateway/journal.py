@@ -13,11 +13,13 @@ unfinished intents.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -128,6 +130,19 @@ class Journal:
         with self._lock:
             self._db.close()
         os.close(self._owner)  # releases the ownership lock
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on the journal's connection, for stores that share it
+        (obligation_store.py): committed when the block ends, rolled back if it raises."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> None:
         with self._lock:

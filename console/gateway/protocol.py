@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from console.model import Action, DecisionKind, Resource
+
+if TYPE_CHECKING:
+    from console.gateway.policy_frames import PolicyCommand, PolicyEvent
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1 << 20  # 1 MiB
@@ -75,8 +78,11 @@ class Command(_Msg):
 class Query(_Msg):
     type: Literal["query"]
     id: str = Field(min_length=1, max_length=128)
-    what: Literal["run", "audit", "plan", "capabilities", "snapshot", "stats"]
+    what: Literal["run", "audit", "plan", "capabilities", "snapshot", "stats", "policy",
+                  "policy_check", "obligations"]
     run_id: str | None = None
+    invocation: dict[str, Any] | None = None  # policy_check: the Invocation to evaluate
+    state: Literal["open", "fulfilled", "overdue", "waived"] | None = None  # obligations
     action: Action | None = None
     targets: list[str] | None = Field(default=None, max_length=MAX_TARGETS)
     limit: int = Field(default=100, ge=1, le=10_000)
@@ -231,9 +237,14 @@ def _check_caps(data: dict[str, Any]) -> None:
 
 def parse_client_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
-) -> Hello | Command | Query | Focus | Ping:
+) -> Hello | Command | Query | Focus | Ping | PolicyCommand:
     data = _decode(raw, max_bytes)
     _check_caps(data)
+    if data["type"] == "command" and data.get("action") in (
+            "policy_reload", "obligation_fulfil", "obligation_waive"):
+        from console.gateway.policy_frames import parse_policy_command
+
+        return parse_policy_command(data)
     msg: Hello | Command | Query | Focus | Ping = _validate(
         _client_adapter, data, {"hello", "command", "query", "focus", "ping"})
     if isinstance(msg, Command):
@@ -248,8 +259,12 @@ def parse_client_frame(
 
 def parse_agent_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
-) -> Hello | AgentHeartbeat | Ping:
+) -> Hello | AgentHeartbeat | Ping | PolicyEvent:
     data = _decode(raw, max_bytes)
+    if data["type"] == "policy_event":
+        from console.gateway.policy_frames import parse_policy_event
+
+        return parse_policy_event(data, len(raw))
     if data["type"] == "heartbeat" and len(raw) > MAX_BEAT_BYTES:
         raise FrameError("too_large", f"a heartbeat frame may have at most {MAX_BEAT_BYTES}"
                          f" bytes (got {len(raw)})", _ref(data))

@@ -27,6 +27,12 @@ from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.commands import CommandExecutor
 from console.gateway.hub import Hub, Reporter, Subscriber
 from console.gateway.journal import Journal, JournalPauseLedger
+from console.gateway.obligation_store import ObligationStore
+from console.gateway.policy_commands import PolicyCommands
+from console.gateway.policy_events import PolicyEvents
+from console.gateway.policy_frames import PolicyCommand, PolicyEvent
+from console.gateway.policy_queries import answer_policy_query
+from console.gateway.policy_state import PolicyState, ReloadResult
 from console.gateway.protocol import (
     PROTOCOL_VERSION,
     AgentHeartbeat,
@@ -82,8 +88,16 @@ class HandshakeLog:
 class Gateway:
     def __init__(self, settings: GatewaySettings) -> None:
         self.settings = settings
+        self.policy = PolicyState(settings.policy_path)
+        self.policy.load()  # PolicyError (file, rule, key) before anything else is opened
         self.hub = Hub(event_log_size=settings.event_log_size)
         self.journal = Journal(settings.journal_path)
+        self.obligations = ObligationStore(self.journal)
+        self.policy_events = PolicyEvents(self.hub, self.obligations)
+        self.hub.snapshot_parts["policy"] = self.policy.summary
+        self.hub.snapshot_parts["obligations"] = lambda: [
+            ob.model_dump(mode="json") for ob in self.obligations.snapshot()]
+        self._agents: set[Any] = set()  # open /agent connections (policy frames go to all)
         self.ledger = JournalPauseLedger(self.journal)
         self.tokens = TokenStore(tokens_path(settings.home))
         self.backends: dict[str, Backend] = {}
@@ -104,6 +118,9 @@ class Gateway:
         self.refusals = RefusalLedger(self._audit_refusal,
                                       interval_s=settings.refusal_interval_s)
         self.executor.refusals = self.refusals
+        self.executor.policy_engine = lambda: self.policy.engine  # operator governance
+        self.policy_commands = PolicyCommands(self.hub, self.journal, self.obligations,
+                                              self.policy, self._policy_reloaded, self.refusals)
         self.handshakes = HandshakeLog()
         self.counters: Counter[str] = Counter()
         self._agent_budget = IdentityBuckets(settings.agent_identity_frames_per_s,
@@ -142,6 +159,8 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self._every(
             min(5.0, self.settings.refusal_interval_s), self.refusals.flush)))
         self._tasks.append(asyncio.create_task(self._recovery_loop()))
+        self._tasks.append(asyncio.create_task(self._every(1.0, self._watch_policy)))
+        self._tasks.append(asyncio.create_task(self._every(1.0, self._scan_obligations)))
         log.info("irq gateway listening on %s://%s:%d (%d backends)", self.settings.scheme,
                  self.settings.host, self.port, len(self.backends))
 
@@ -224,6 +243,36 @@ class Gateway:
             if left == 0:
                 return
             await asyncio.sleep(5)
+
+    # ----------------------------------------------------------- policy and obligations
+
+    def _watch_policy(self) -> None:
+        result = self.policy.poll()
+        if result is not None:
+            self._policy_reloaded(result)
+
+    def _policy_reloaded(self, result: ReloadResult) -> None:
+        """A new policy goes to every agent connection and to clients; a refused file is a
+        notice (the old policy stays in force)."""
+        from websockets.asyncio.server import broadcast
+
+        if result.error is not None:
+            log.error("policy not reloaded: %s", result.error)
+            self.hub.publish("notice", {"level": "error", "run_id": None, "message":
+                                        f"policy not reloaded: {result.error}; policy "
+                                        f"{result.version} stays in force"})
+        elif result.changed:
+            log.info("policy %s loaded from %s", result.version, self.policy.path)
+            broadcast(self._agents, dumps(self.policy.agent_frame()))
+            self.hub.publish("policy", self.policy.summary())
+
+    def _scan_obligations(self) -> None:
+        for ob in self.obligations.mark_overdue(self.hub.clock()):
+            due = ob.due_at.isoformat() if ob.due_at else "-"
+            self.hub.publish("notice", {
+                "level": "warning", "run_id": ob.run_id,
+                "message": f"obligation {ob.id} overdue: {ob.what} (rule {ob.rule}, due {due})"})
+            self.hub.publish("obligation", ob.model_dump(mode="json"))
 
     # ------------------------------------------------------------------------ handshake
 
@@ -385,10 +434,11 @@ class Gateway:
 
     async def _client_message(self, ws: Any, who: Principal, msg: Any) -> None:
         try:
-            if isinstance(msg, Command) and not self._command_budget.take(who.identity):
+            if isinstance(msg, Command | PolicyCommand) and not self._command_budget.take(
+                    who.identity):
                 self.counters["commands_rate_limited"] += 1
                 self.refusals.refuse(
-                    identity=who.identity, role=who.role.value, action=msg.action.value,
+                    identity=who.identity, role=who.role.value, action=str(msg.action),
                     target=msg.targets[0], code="rate_limited", reason=msg.reason,
                     items=len(msg.targets), command_id=msg.id,
                     detail=f"more than {self.settings.commands_per_s:g} commands/s")
@@ -396,8 +446,10 @@ class Gateway:
                     "rate_limited", f"over {self.settings.commands_per_s:g} commands/s (burst "
                     f"{self.settings.commands_burst:g}) for {who.identity}; nothing was done",
                     msg.id)
-            if isinstance(msg, Command):
-                results = await self.executor.execute(msg, who)
+            if isinstance(msg, Command | PolicyCommand):
+                results = (await self.policy_commands.execute(msg, who)
+                           if isinstance(msg, PolicyCommand)
+                           else await self.executor.execute(msg, who))
                 await ws.send(dumps({"type": "result", "id": msg.id,
                                      "results": [r.contract() for r in results]}))
             elif isinstance(msg, Query):
@@ -440,6 +492,8 @@ class Gateway:
         if q.what == "audit":
             entries = self.journal.audit_entries(limit=q.limit, target_prefix=q.target_prefix)
             return [e.contract() for e in entries]
+        if q.what in ("policy", "policy_check", "obligations"):
+            return answer_policy_query(q, self.policy, self.obligations)
         if q.what == "plan":
             if q.action is None or not q.targets:
                 raise FrameError("invalid", "plan needs 'action' and 'targets'", q.id)
@@ -484,6 +538,9 @@ class Gateway:
         data["audit"] = [e.contract() for e in self.journal.audit_entries(
             limit=50, target_prefix=run.id)]
         data["errors"] = errors
+        data["policy_decisions"] = self.obligations.decisions(run.id)
+        data["obligations"] = [ob.model_dump(mode="json")
+                               for ob in self.obligations.listing(run_id=run.id)]
         return data
 
     def stats(self) -> dict[str, Any]:
@@ -517,6 +574,15 @@ class Gateway:
         reporter = Reporter(who.token_id, who.identity)
         budget = TokenBucket(self.settings.agent_frames_per_s, self.settings.agent_frames_burst)
         told_limited = 0.0
+        self._agents.add(ws)  # in the same tick as the frame: a reload cannot fall between
+        try:
+            await ws.send(dumps(self.policy.agent_frame()))
+            await self._agent_frames(ws, who, reporter, budget, told_limited)
+        finally:
+            self._agents.discard(ws)
+
+    async def _agent_frames(self, ws: Any, who: Principal, reporter: Reporter,
+                            budget: TokenBucket, told_limited: float) -> None:
         async for raw in ws:
             if not (budget.take() and self._agent_budget.take(who.token_id)):
                 self.counters["agent_rate_limited"] += 1
@@ -530,7 +596,7 @@ class Gateway:
                         f"{self.settings.agent_identity_frames_per_s:g} per token; frames are "
                         "being dropped"))
                 continue
-            target = ""
+            target, action = "", "heartbeat"
             try:
                 msg = parse_agent_frame(raw, self.settings.max_frame_bytes)
                 if isinstance(msg, AgentHeartbeat):
@@ -540,13 +606,19 @@ class Gateway:
                     self.hub.agent_heartbeat(target, beat, reporter, len(raw))
                 elif isinstance(msg, Ping):
                     await ws.send(dumps({"type": "pong", "id": msg.id}))
-                else:
+                elif isinstance(msg, Hello):
                     raise FrameError("invalid", "hello was already received")
+                else:  # a policy_event
+                    action = "policy_event"
+                    key = self._agent_backend_key(msg)
+                    target = f"{key}/{msg.native_id}"
+                    self.policy_events.handle(msg, who, key)
             except FrameError as exc:
                 self.counters[f"agent_{exc.code}"] += 1
                 bound = self.hub.bound_to(target) if exc.code == "bound_to_other" else None
                 self.refusals.refuse(  # the audit names the bound token; the agent is not told
-                    identity=who.identity, role=who.role.value, action="heartbeat",
+                    identity=who.identity, role=who.role.value,
+                    action=action,
                     target=target, code=exc.code,
                     detail=exc.message + (f" (bound to {bound.identity})" if bound else ""))
                 await ws.send(error_frame(exc.code, exc.message, exc.ref))
@@ -554,7 +626,7 @@ class Gateway:
     def _agent_run_id(self, beat: AgentHeartbeat) -> str:
         return f"{self._agent_backend_key(beat)}/{beat.native_id}"
 
-    def _agent_backend_key(self, beat: AgentHeartbeat) -> str:
+    def _agent_backend_key(self, beat: AgentHeartbeat | PolicyEvent) -> str:
         if beat.context:
             key = f"{beat.backend}:{beat.context}"
             if key not in self.backends:

@@ -35,6 +35,7 @@ class GatewaySettings:
     commands_burst: float = 100.0
     client_inflight: int = 32  # requests of one connection being answered at once
     refusal_interval_s: float = 60.0  # refusals of one identity: the first, then one summary
+    policy_path: Path | None = None  # irq serve --policy FILE: loaded at start, watched
 
     @property
     def journal_path(self) -> Path:

@@ -118,6 +118,7 @@ async def test_heartbeat_for_an_unknown_backend_gets_an_error_frame(gateway):
     headers = {"Authorization": f"Bearer {gateway.tokens['agent']}"}
     async with connect(gateway.url + "/agent", additional_headers=headers) as ws:
         await ws.send(json.dumps({"type": "hello", "protocol": 1}))
+        assert json.loads(await ws.recv())["type"] == "policy"  # after every agent hello
         await ws.send(json.dumps({"type": "heartbeat", "backend": "dbos", "native_id": "wf"}))
         reply = json.loads(await ws.recv())
         assert reply["code"] == "unknown_backend"
