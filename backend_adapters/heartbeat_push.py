@@ -18,6 +18,20 @@ beats outside it (``out_of_scope``) and beats for a run another token reports
   "details", "resources", "interval_s", "timeout_s", "in_flight_step", "phase"}``
 - the gateway may answer ``{"type": "error", "code", "message"}``: logged (once per code a
   minute, with the count of the ones held back), never fatal.
+
+The same connection carries the policy layer (``backend_adapters.policy_guard``): the gateway
+sends ``{"type": "policy", "version", "policy"}`` after the hello and after every reload; each
+one read is handed to ``shared_policy().update`` (or the ``on_policy`` callback).
+:meth:`HeartbeatPusher.ensure_connected` opens the connection even when no heartbeat is
+queued (a guard asks for the policy before its run's first beat), and
+:meth:`HeartbeatPusher.send_event` queues ``policy_event`` frames that must all arrive, unlike
+heartbeats: a FIFO (bounded at 10,000 frames; beyond that the oldest is dropped, counted in
+``events_dropped`` and logged), sent in order, kept across reconnects. After each batch the
+pusher sends ``{"type": "ping", "id": "irq-ev-N"}``; the gateway handles an agent's frames in
+order and answers ``pong``, so a frame counts as delivered once the pong that follows it
+arrives. Frames sent but not yet confirmed when the connection drops (a gateway killed with
+frames in its socket buffer) are sent again after the reconnect, ahead of newer ones:
+at-least-once; the gateway is idempotent by obligation id and by (run, call_id, tool).
 """
 
 from __future__ import annotations
@@ -27,8 +41,8 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +59,8 @@ ENV_TOKEN = "IRQ_AGENT_TOKEN"
 
 FrameKey = tuple[str, str | None, str]
 ERROR_LOG_INTERVAL_S = 60.0  # one warning per error code per interval (a refused fleet is loud)
+MAX_EVENTS = 10_000  # policy_event frames held for delivery (send_event)
+EVENT_PING_PREFIX = "irq-ev-"  # ping ids that confirm the event frames sent before them
 
 
 def heartbeat_frame(
@@ -103,6 +119,8 @@ class HeartbeatPusher:
         max_backoff_s: float = 10.0,
         open_timeout_s: float = 3.0,
         max_pending: int = 1000,
+        max_events: int = MAX_EVENTS,
+        on_policy: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self._url = url
         self._max_pending = max_pending
@@ -123,6 +141,17 @@ class HeartbeatPusher:
         self.dropped = 0  # unsent frames replaced by a newer one, or older than one accepted
         self.errors: list[dict[str, Any]] = []  # last error frames from the gateway
         self._error_log: dict[str, tuple[float, int]] = {}  # code -> (last logged, held back)
+        # policy layer: reliable event frames, and the policy frames the gateway sends
+        self._max_events = max_events
+        self._events: deque[dict[str, Any]] = deque()  # not yet sent, oldest first
+        self._unconfirmed: list[tuple[int, dict[str, Any]]] = []  # (ping n, frame) sent
+        self._event_pings = 0
+        self._connected_at = 0.0
+        self._on_policy = on_policy
+        self.events_sent = 0  # event frames written to the socket (re-sends included)
+        self.events_confirmed = 0  # event frames a gateway pong confirmed
+        self.events_dropped = 0  # event frames dropped because the FIFO was full
+        self.policy_frames = 0  # policy frames received
 
     # ------------------------------------------------------------------------- agent side
 
@@ -158,11 +187,54 @@ class HeartbeatPusher:
         except Exception:  # a heartbeat must never break the agent
             log.debug("heartbeat push failed", exc_info=True)
 
+    def send_event(self, frame: Mapping[str, Any]) -> None:
+        """Queue a frame that must arrive (a ``policy_event``): FIFO, kept across reconnects,
+        re-sent until a gateway pong confirms it. Never raises."""
+        try:
+            with self._cond:
+                if self._closing:
+                    return
+                if len(self._events) >= self._max_events:
+                    self._events.popleft()
+                    self.events_dropped += 1
+                    if self.events_dropped == 1 or self.events_dropped % 1000 == 0:
+                        log.warning(
+                            "agent channel: %d policy events dropped (more than %d queued "
+                            "while the gateway is unreachable)",
+                            self.events_dropped,
+                            self._max_events,
+                        )
+                self._events.append(dict(frame))
+                self._ensure_thread()
+                self._cond.notify_all()
+        except Exception:  # reporting must never break the agent
+            log.debug("event push failed", exc_info=True)
+
+    def ensure_connected(self) -> bool:
+        """Connect (in the background) even with nothing to send, so the gateway's policy
+        frame arrives; False when no gateway is configured (nothing will ever arrive)."""
+        url, _token = self._target()
+        if not url:
+            return False
+        with self._cond:
+            if self._closing:
+                return False
+            self._ensure_thread()  # once started, the thread stays connected
+            self._cond.notify_all()
+        return True
+
+    @property
+    def events_pending(self) -> int:
+        """Event frames not yet confirmed by the gateway (queued or sent)."""
+        with self._cond:
+            return len(self._events) + len(self._unconfirmed)
+
     def flush(self, timeout_s: float = 2.0) -> bool:
-        """Wait until every queued frame was sent; False on timeout (gateway down)."""
+        """Wait until every queued frame was sent (and every event frame confirmed); False
+        on timeout (gateway down)."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._pending or self._sending:
+            while self._pending or self._sending or self._events or self._unconfirmed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._thread is None:
                     return False
@@ -235,6 +307,7 @@ class HeartbeatPusher:
                     backoff = min(backoff * 2, self._max_backoff)
                     continue
                 log.info("agent channel connected")
+                self._connected_at = time.monotonic()
                 announced_down = False
                 backoff = self._min_backoff
             if not self._send_pending():
@@ -242,9 +315,18 @@ class HeartbeatPusher:
                 continue
             self._read_replies()
             with self._cond:
-                if not self._pending and not self._closing:
-                    self._cond.wait(0.5)
+                if not self._pending and not self._events and not self._closing:
+                    self._cond.wait(self._idle_wait())
         self._disconnect()
+
+    def _idle_wait(self) -> float:
+        """Seconds to wait for new frames: short while a pong or the first policy frame is
+        due (replies are read between waits), else 0.5."""
+        if self._unconfirmed:
+            return 0.05
+        if self.policy_frames == 0 and time.monotonic() - self._connected_at < 10.0:
+            return 0.05
+        return 0.5
 
     def _sleep(self, seconds: float) -> None:
         with self._cond:
@@ -273,7 +355,65 @@ class HeartbeatPusher:
             with self._cond:
                 self._sending -= 1
                 self._cond.notify_all()
+        return self._send_events()
+
+    def _send_events(self) -> bool:
+        """Send the queued event frames in order, then a ping whose pong confirms them."""
+        with self._cond:
+            if not self._events:
+                return True
+            batch = list(self._events)
+            self._events.clear()
+            self._event_pings += 1
+            n = self._event_pings
+            self._unconfirmed.extend((n, f) for f in batch)
+        ws = self._ws
+        try:
+            assert ws is not None
+            for frame in batch:
+                ws.send(json.dumps(frame, default=str))
+                self.events_sent += 1
+            ws.send(json.dumps({"type": "ping", "id": f"{EVENT_PING_PREFIX}{n}"}))
+        except Exception as exc:  # connection lost: _disconnect re-queues the unconfirmed
+            log.info("agent channel lost (%s); reconnecting", exc)
+            return False
         return True
+
+    def _confirm_events(self, ping_id: Any) -> None:
+        if not isinstance(ping_id, str) or not ping_id.startswith(EVENT_PING_PREFIX):
+            return
+        try:
+            n = int(ping_id[len(EVENT_PING_PREFIX) :])
+        except ValueError:
+            return
+        with self._cond:
+            kept = [(k, f) for k, f in self._unconfirmed if k > n]
+            self.events_confirmed += len(self._unconfirmed) - len(kept)
+            self._unconfirmed = kept
+            self._cond.notify_all()
+
+    def _requeue_unconfirmed(self) -> None:
+        """Sent but never confirmed: the gateway may not have handled them; send again first."""
+        with self._cond:
+            if self._unconfirmed:
+                self._events.extendleft(f for _n, f in reversed(self._unconfirmed))
+                self._unconfirmed = []
+                while len(self._events) > self._max_events:
+                    self._events.pop()  # the newest: keep the order of what is re-sent
+                    self.events_dropped += 1
+                self._cond.notify_all()
+
+    def _handle_policy(self, frame: dict[str, Any]) -> None:
+        self.policy_frames += 1
+        try:
+            if self._on_policy is not None:
+                self._on_policy(frame)
+                return
+            from backend_adapters.policy_guard import shared_policy  # noqa: PLC0415
+
+            shared_policy().update(frame)
+        except Exception:
+            log.warning("could not apply the gateway's policy frame", exc_info=True)
 
     def _read_replies(self) -> None:
         ws = self._ws
@@ -291,9 +431,16 @@ class HeartbeatPusher:
                 reply = json.loads(raw)
             except (TypeError, ValueError):
                 continue
-            if isinstance(reply, dict) and reply.get("type") == "error":
+            if not isinstance(reply, dict):
+                continue
+            kind = reply.get("type")
+            if kind == "error":
                 self.errors = [*self.errors[-19:], reply]
                 self._log_error(reply)
+            elif kind == "pong":
+                self._confirm_events(reply.get("id"))
+            elif kind == "policy":
+                self._handle_policy(reply)
 
     def _log_error(self, reply: Mapping[str, Any]) -> None:
         code = str(reply.get("code"))
@@ -308,6 +455,7 @@ class HeartbeatPusher:
 
     def _disconnect(self) -> None:
         ws, self._ws = self._ws, None
+        self._requeue_unconfirmed()
         if ws is not None:
             try:
                 ws.close()

@@ -33,6 +33,13 @@ What it does (README.md has the full conventions):
 - **Raises interrupts** per dbos.md §5: id ``<wid>/<n>`` (n deterministic across replays),
   ``set_event("irq.interrupt", payload)``, ``recv("decision/<id>")`` in short polls (a cancel
   cannot wake a parked ``recv``), then clears the event.
+- **Guards tool calls** with irq's policy (``run.tool(name, fn, args, ...)``,
+  :mod:`backend_adapters.policy_guard`): the decision is taken in a journaled step
+  ``irq.policy:<name>`` (a replay re-uses it, whatever the policy says by then); prohibit
+  raises :class:`ToolProhibited` (``fn`` never runs), require_approval raises an interrupt
+  naming the rule (reject -> :class:`ToolRejected`), then ``fn`` runs once as the step
+  ``<name>`` with the final args and the call's obligations are sent
+  (``{run_id}#{call_id}/{rule}``, call_id = the policy step's function id).
 - **Heartbeats** from a background thread (so a waiting workflow still beats and a killed
   process goes silent) to the gateway via :mod:`backend_adapters.heartbeat_push`.
 - **Releases correctly** on interruption. DBOS raises ``DBOSWorkflowCancelledError`` /
@@ -46,6 +53,7 @@ What it does (README.md has the full conventions):
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -88,7 +96,18 @@ from backend_adapters.dbos.runtime import (
 )
 from backend_adapters.heartbeat_loop import next_seq
 from backend_adapters.heartbeat_push import CLIENT, heartbeat_frame
+from backend_adapters.policy_guard import (
+    ToolProhibited,
+    ToolRejected,
+    approval_request,
+    check_call,
+    fulfil_obligation,
+    open_obligations,
+    report_decision,
+    shared_policy,
+)
 from backend_adapters.run_records import InterruptPayload, Phase
+from console.policy.model import PolicyDecision
 
 log = logging.getLogger("irq.agent.dbos")
 
@@ -108,6 +127,8 @@ __all__ = [
     "AgentRuntime",
     "DecisionReply",
     "InterruptExpired",
+    "ToolProhibited",
+    "ToolRejected",
     "agent_config",
     "agent_runtime",
     "configure_agent",
@@ -204,8 +225,14 @@ class AgentRun:
         timeout_s: float | None = 10.0,
         decision_poll_s: float = 2.0,
         runtime: AgentRuntime | None = None,
+        agent: str = "",
+        team: str = "",
+        policy_wait_s: float = 5.0,
     ) -> None:
         self.name = name
+        self.agent = agent  # policy subject: the agent's name (default: the run's name)
+        self.team = team
+        self.policy_wait_s = policy_wait_s
         self.resources = list(resources)
         self.interval_s = interval_s
         self.timeout_s = timeout_s
@@ -478,6 +505,130 @@ class AgentRun:
             raise InterruptExpired(iid)
         return DecisionReply.from_message(message, interrupt_id=iid, proposed=proposed)
 
+    # ---------------------------------------------------------------------- policy guard
+
+    def tool(
+        self,
+        name: str,
+        fn: Callable[..., R],
+        args: Mapping[str, Any],
+        *,
+        data: Iterable[str] = (),
+        sensitive: bool = False,
+        args_schema: Mapping[str, Any] | None = None,
+        title: str | None = None,
+    ) -> R:
+        """Call ``fn(**args)`` as the step ``name`` if irq's policy allows it.
+
+        The decision is taken in the journaled step ``irq.policy:<name>`` (a replay re-uses
+        it) and reported to the gateway. prohibit -> :class:`ToolProhibited`, ``fn`` never
+        runs. require_approval -> an interrupt (action ``name``, ``args``, the rule in its
+        ``policy``); reject (or a respond) -> :class:`ToolRejected`, ``fn`` never runs;
+        approve / edit -> ``fn`` runs once with the final args. After the call its
+        obligations are sent: ``open`` (due ``within_s`` after the decision) or ``waived`` by
+        a dispensation. ``data``: the datasets or data classes the call touches;
+        ``sensitive``: fail closed when this process has no policy.
+        """
+        proposed = dict(args)
+        checked: dict[str, Any] = DBOS.run_step(
+            {"name": f"irq.policy:{name}"},
+            self._check_tool,
+            name,
+            proposed,
+            list(data),
+            sensitive,
+        )
+        decision = PolicyDecision.model_validate(checked["decision"])
+        call_id = str(checked["call_id"])
+        decided_at = datetime.fromisoformat(str(checked["at"]))
+        context, native_id = self.runtime.context, self.workflow_id
+        # reported from workflow code, so a replay re-sends it (the gateway keeps one)
+        report_decision(
+            decision,
+            tool=name,
+            call_id=call_id,
+            backend="dbos",
+            context=context,
+            native_id=native_id,
+            at=decided_at,
+            pusher=self.runtime.pusher,
+        )
+        if decision.outcome == "prohibit":
+            raise ToolProhibited(decision, name)
+        final_args = proposed
+        if decision.outcome == "require_approval":
+            request = approval_request(
+                name, proposed, decision, args_schema=args_schema, title=title
+            )
+            reply = self.interrupt(
+                request.title,
+                action=request.action,
+                args=request.args,
+                args_schema=request.args_schema,
+                description=request.description,
+                allowed=[
+                    _DECISION_TYPES[d] for d in request.allowed_decisions if d in _DECISION_TYPES
+                ],
+                policy=request.policy,
+            )
+            if not reply.approved:
+                feedback = reply.feedback if reply.type == "reject" else _text(reply.response)
+                raise ToolRejected(feedback, name, decision)
+            final_args = reply.args
+        result = self.step(name, fn, **final_args)
+        if decision.obligations or decision.waived:
+            engine = shared_policy().engine()
+            open_obligations(
+                decision,
+                tool=name,
+                call_id=call_id,
+                backend="dbos",
+                context=context,
+                native_id=native_id,
+                at=decided_at,
+                policy=engine.policy if engine is not None else None,
+                pusher=self.runtime.pusher,
+            )
+        return result
+
+    def _check_tool(
+        self, name: str, args: dict[str, Any], data: list[str], sensitive: bool
+    ) -> dict[str, Any]:
+        """The body of the ``irq.policy:<name>`` step: its result is journaled."""
+        call_id = str(DBOS.step_id or 0)
+        at = datetime.now(UTC)
+        decision = check_call(
+            name,
+            args,
+            data=data,
+            agent=self.agent or self.name or "",
+            team=self.team,
+            backend="dbos",
+            context=self.runtime.context,
+            native_id=self.workflow_id,
+            sensitive=sensitive,
+            wait_s=self.policy_wait_s,
+            at=at,
+            pusher=self.runtime.pusher,
+        )
+        return {
+            "decision": decision.model_dump(mode="json"),
+            "call_id": call_id,
+            "at": at.isoformat(),
+        }
+
+    def fulfil(self, obligation_id: str, note: str = "") -> None:
+        """Tell the gateway this run fulfilled ``obligation_id`` (an id :meth:`tool`
+        opened); sent again on replay (the gateway keeps the first)."""
+        fulfil_obligation(
+            obligation_id,
+            note,
+            backend="dbos",
+            context=self.runtime.context,
+            native_id=self.workflow_id,
+            pusher=self.runtime.pusher,
+        )
+
     def ask(
         self,
         question: str,
@@ -494,6 +645,12 @@ class AgentRun:
             allowed=("respond", "reject"),
             timeout_s=timeout_s,
         )
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def _pause_policy(resource: AgentResource) -> bool:
