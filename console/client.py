@@ -338,6 +338,23 @@ class GatewayClient:
         answer = await self._request(frame)
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]
 
+    async def named_command(
+        self, action: str, targets: list[str], *, reason: str = "", key: str | None = None
+    ) -> list[CommandResult]:
+        """A command that is not a run action: ``policy_reload`` (targets ``["policy"]``),
+        ``obligation_fulfil`` / ``obligation_waive`` (targets: obligation ids; the reason is
+        the note). Sent by name: the gateway checks it and the caller's role."""
+        frame: dict[str, Any] = {
+            "type": "command",
+            "id": key or new_key(),
+            "action": action,
+            "targets": targets,
+            "reason": reason,
+            "dry_run": False,
+        }
+        answer = await self._request(frame)
+        return [CommandResult.model_validate(r) for r in answer.get("results", [])]
+
     async def query(self, what: str, **params: Any) -> Any:
         frame = {"type": "query", "id": new_key(), "what": what}
         frame.update({k: v for k, v in params.items() if v is not None})

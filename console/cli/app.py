@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from console.cli import actions, admin, decisions, launch, runs
+from console.cli import actions, admin, decisions, launch, obligations, policy, runs
 from console.cli.help_layout import IrqGroup
 from console.cli.session import GlobalOptions
 
@@ -109,6 +109,10 @@ app.command("approve", rich_help_panel="Decide interrupts")(decisions.approve_co
 app.command("edit", rich_help_panel="Decide interrupts")(decisions.edit_command)
 app.command("reject", rich_help_panel="Decide interrupts")(decisions.reject_command)
 app.command("respond", rich_help_panel="Decide interrupts")(decisions.respond_command)
+# policy
+app.add_typer(policy.policy_app, name="policy", rich_help_panel="Policy")
+app.command("obligations", rich_help_panel="Policy")(obligations.obligations_command)
+app.add_typer(obligations.obligation_app, name="obligation", rich_help_panel="Policy")
 # run
 app.command("tui", rich_help_panel="Run")(launch.tui_command)
 app.command("demo", rich_help_panel="Run")(launch.demo_command)

@@ -30,6 +30,7 @@ import typer
 from console.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
+    from console.client import GatewayClient
     from console.config import Connection
 
 CONNECT_TIMEOUT_S = 0.5
@@ -49,11 +50,13 @@ class IdChoice:
 class KnownIds:
     runs: list[IdChoice] = field(default_factory=list)
     pending_interrupts: list[IdChoice] = field(default_factory=list)
+    open_obligations: list[IdChoice] = field(default_factory=list)  # open or overdue
 
     def to_json(self) -> dict[str, Any]:
         return {
             "runs": [[c.id, c.aliases] for c in self.runs],
             "pending_interrupts": [[c.id, c.aliases] for c in self.pending_interrupts],
+            "open_obligations": [[c.id, c.aliases] for c in self.open_obligations],
         }
 
     @classmethod
@@ -61,7 +64,7 @@ class KnownIds:
         def choices(key: str) -> list[IdChoice]:
             return [IdChoice(str(item[0]), [str(a) for a in item[1]]) for item in data.get(key, [])]
 
-        return cls(choices("runs"), choices("pending_interrupts"))
+        return cls(choices("runs"), choices("pending_interrupts"), choices("open_obligations"))
 
 
 def offer(choices: list[IdChoice], incomplete: str) -> list[str]:
@@ -158,7 +161,7 @@ def _fetch(conn: Connection) -> KnownIds:
                 IdChoice(i.id, [a for a in short_ids(i) if intr_aliases[a] == 1])
                 for i in view.pending_interrupts()
             ]
-            return KnownIds(runs, pending)
+            return KnownIds(runs, pending, await open_obligations(client))
         finally:
             await client.close()
 
@@ -205,3 +208,28 @@ def complete_run_ids(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def complete_pending_interrupt_ids(ctx: typer.Context, incomplete: str) -> list[str]:
     return _silently(lambda: offer(known_ids(ctx).pending_interrupts, incomplete))
+
+
+def complete_open_obligation_ids(ctx: typer.Context, incomplete: str) -> list[str]:
+    return _silently(lambda: offer(known_ids(ctx).open_obligations, incomplete))
+
+
+async def open_obligations(client: GatewayClient) -> list[IdChoice]:
+    """Open and overdue obligations by id, with ``RUN_NATIVE#CALL/RULE`` when that is unique
+    among all obligations (what ``irq obligation fulfil`` resolves against); none from a
+    gateway without the policy layer."""
+    from console.cli.obligations import obligation_alias as alias
+    from console.client import GatewayError
+
+    try:
+        data = await client.query("obligations")
+    except GatewayError:
+        return []
+    items = [o for o in data if isinstance(o, dict)] if isinstance(data, list) else []
+    ids = [str(o.get("id", "")) for o in items]
+    aliases = Counter(alias(i) for i in ids)
+    return [
+        IdChoice(i, [alias(i)] if alias(i) and aliases[alias(i)] == 1 else [])
+        for i, o in zip(ids, items, strict=True)
+        if i and o.get("state") in ("open", "overdue")
+    ]
