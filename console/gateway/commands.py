@@ -11,7 +11,21 @@ from typing import Any
 
 from backend_adapters.base import ActionOutcome, Backend, BackendError
 from console.decision_check import DecisionProblem, check_decision
+from console.gateway.approval_store import ApprovalStore, RecordedCommand
 from console.gateway.auth import Principal
+from console.gateway.command_policy import (
+    CommandPolicyEngine,
+    EngineProvider,
+    InterruptRule,
+    already_approved,
+    approved_args,
+    command_refusal,
+    interrupt_rule,
+    recorded_text,
+    role_refusal,
+    run_invocation,
+    with_approvals,
+)
 from console.gateway.hub import Hub
 from console.gateway.journal import CommandRow, Journal
 from console.gateway.protocol import Command
@@ -55,10 +69,16 @@ class CommandExecutor:
         *,
         release_verify_s: float = 15.0,
         fault_hook: Callable[[str], None] | None = None,
+        policy_engine: EngineProvider | None = None,
     ) -> None:
         self.hub = hub
         self.journal = journal
         self.backends = backends
+        #: the loaded policy's engine, asked per command (command_policy.py); None: no policy
+        self.policy_engine = policy_engine
+        #: four-eyes approvals, in the journal (approval_store.py)
+        self.approvals = ApprovalStore(journal)
+        hub.interrupt_overlay = self.show_approvals
         self.release_verify_s = release_verify_s
         #: test-only seam, called at named points of a command (``after_intent``); only the
         #: crash-safety tests set it (tests/support/faulty_gateway.py), never shipped code
@@ -154,6 +174,11 @@ class CommandExecutor:
         if conflict:
             return self._finish(cmd, who, CommandResult(
                 **base, outcome="conflict", error="conflict", plan=the_plan, detail=conflict))
+        refused = command_refusal(self._engine(), run_invocation(
+            action.value, run, identity=who.identity, role=who.role.value, reason=cmd.reason))
+        if refused:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="forbidden", error="forbidden", plan=the_plan, detail=refused))
         if cmd.dry_run:
             return CommandResult(**base, outcome="planned", plan=the_plan,
                                  detail="dry run: nothing was done")
@@ -229,8 +254,24 @@ class CommandExecutor:
             return self._finish(cmd, who, CommandResult(
                 **base, outcome="failed", error="unreachable",
                 detail=f"no adapter for the run of {target}"))
+        engine = self._engine()
+        rule = interrupt_rule(intr, engine)
+        refused = role_refusal(rule, identity=who.identity, role=who.role) if rule else None
+        refused = refused or command_refusal(engine, run_invocation(
+            decision.kind.value, run, identity=who.identity, role=who.role.value,
+            reason=cmd.reason, interrupt=intr))
+        if refused:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="forbidden", error="forbidden", detail=refused))
         if cmd.dry_run:
             return CommandResult(**base, outcome="planned", detail="dry run: nothing was done")
+        final_approval = False
+        if rule is not None and rule.approvers > 1 and row is None and decision.kind in (
+                DecisionKind.APPROVE, DecisionKind.EDIT):
+            early = self._four_eyes(cmd, who, intr, decision, rule)
+            if early is not None:
+                return early
+            final_approval = True
         if row is None:
             if not self.journal.claim_decision(target, cmd.id, decision.kind.value, who.identity):
                 claim = self.journal.decision(target)
@@ -246,9 +287,73 @@ class CommandExecutor:
                 role=who.role.value, reason=cmd.reason, payload=payload, plan=None,
             ):
                 return self._replayed(self.journal.command(cmd.id, target))  # type: ignore[arg-type]
+            if final_approval:  # shown with the others; dropped again if delivery fails
+                self.approvals.record(target, who.identity, kind=decision.kind.value,
+                                      args=approved_args(intr, decision.kind.value, decision.args),
+                                      rule=rule.rule if rule else "", command=None)
+                self._show_approvals_now(target)
         self._crash_point("after_intent")
         result = await self._deliver(cmd.id, intr, decision, backend, who)
+        if final_approval and result.outcome != "applied":
+            self.approvals.forget(target, who.identity)
+            self._show_approvals_now(target)
         return self._finish(cmd, who, result, journaled=True)
+
+    def _four_eyes(self, cmd: Command, who: Principal, intr: Interrupt, decision: Decision,
+                   rule: InterruptRule) -> CommandResult | None:
+        """An approval under a rule with ``approvers >= 2``: refuse a repeat approver, record
+        all but the last approval (outcome ``recorded``, nothing reaches the backend); None when
+        this is the last one needed, which is then delivered through the decision claim.
+
+        No await between reading the approvals and recording or claiming: two approvers
+        arriving together are ordered by the event loop."""
+        base: dict[str, Any] = {"id": cmd.id, "action": decision.kind.value, "target": intr.id}
+        earlier = self.approvals.approvals(intr.id)
+        if any(a.identity == who.identity for a in earlier):
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="forbidden", error="forbidden",
+                detail=already_approved(rule, who.identity)))
+        args = approved_args(intr, decision.kind.value, decision.args)
+        differ = [a.identity for a in earlier if (a.args if a.args is not None else {}) != args]
+        if differ:
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="conflict", error="conflict",
+                detail=f"{', '.join(differ)} approved other arguments; under rule {rule.rule} "
+                "every approver must approve the same arguments (or reject)"))
+        if len(earlier) + 1 >= rule.approvers:
+            return None
+        detail = recorded_text(rule, who.identity, len(earlier) + 1)
+        if not self.approvals.record(
+                intr.id, who.identity, kind=decision.kind.value, args=args, rule=rule.rule,
+                command=RecordedCommand(key=cmd.id, role=who.role.value, reason=cmd.reason,
+                                        detail=detail)):
+            return self._finish(cmd, who, CommandResult(
+                **base, outcome="forbidden", error="forbidden",
+                detail=already_approved(rule, who.identity)))
+        self._show_approvals_now(intr.id)
+        return self._finish(cmd, who, CommandResult(**base, outcome="recorded", detail=detail))
+
+    # ------------------------------------------------------------------------ governance
+
+    def _engine(self) -> CommandPolicyEngine | None:
+        return self.policy_engine() if self.policy_engine is not None else None
+
+    def show_approvals(self, intr: Interrupt) -> Interrupt:
+        """The hub's overlay: an interrupt under a rule shows the rule as the gateway applies it
+        (the stricter of the agent's and the loaded policy's) and who approved it so far."""
+        rule = interrupt_rule(intr, self._engine())
+        if rule is None:
+            return intr
+        return with_approvals(intr, rule, [a.contract() for a in self.approvals.approvals(intr.id)])
+
+    def _show_approvals_now(self, interrupt_id: str) -> None:
+        intr = self.hub.interrupts.get(interrupt_id)
+        if intr is None:
+            return
+        shown = self.show_approvals(intr)
+        if shown is not intr:
+            self.hub.interrupts[interrupt_id] = shown
+            self.hub.publish("interrupt", shown.contract())
 
     async def _deliver(self, key: str, intr: Interrupt, decision: Decision, backend: Backend,
                        who: Principal) -> CommandResult:

@@ -93,6 +93,8 @@ class Hub:
         self.takeovers = 0  # runs whose binding moved to another token
         self.history: dict[str, deque[Heartbeat]] = {}
         self.interrupts: dict[str, Interrupt] = {}
+        #: set by the command executor: an interrupt as shown (four-eyes approvals so far)
+        self.interrupt_overlay: Callable[[Interrupt], Interrupt] = lambda intr: intr
         self._pending_by_run: dict[str, set[str]] = {}  # run id -> pending interrupt ids
         self.backends: dict[str, BackendHealth] = {}
         self.release_checks: dict[str, ReleaseCheck] = {}
@@ -398,6 +400,7 @@ class Hub:
             claim = decided(intr.id)
             if claim is not None and claim.status == "applied":
                 intr = _as_decided(intr, claim)
+            intr = self.interrupt_overlay(intr)
             if known is None or known.model_dump() != intr.model_dump():
                 self._put_interrupt(intr)
                 self.publish("interrupt", intr.contract())
