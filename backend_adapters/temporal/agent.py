@@ -113,6 +113,8 @@ class Interrupts:
         self._withdrawn: set[str] = set()
         self._counter = 0
         self._search_attribute = search_attribute
+        #: tool calls made through ``policy_tools.guarded_tool`` (the deterministic call id)
+        self.tool_calls = 0
         #: every decision the handler accepted, in order (exactly once per interrupt)
         self.delivered: list[DecisionReceived] = []
         workflow.set_query_handler(QUERY_NAME, self.pending)
@@ -131,10 +133,13 @@ class Interrupts:
         allowed: Iterable[str] = ("approve", "edit", "reject", "respond"),
         interrupt_id: str | None = None,
         timeout: timedelta | None = None,
+        policy: dict[str, Any] | None = None,
     ) -> DecisionReceived:
         """Raise an interrupt and wait for its decision.
 
         On ``timeout`` the interrupt is withdrawn and ``asyncio.TimeoutError`` is raised.
+        ``policy`` (the rule that asked for the approval: ``rule``, ``why``, ``decide_role``,
+        ``approvers``, ``policy_version``) is published with the interrupt.
         """
         allowed_list = [d for d in allowed if d in DECISION_KINDS]
         if not allowed_list:
@@ -157,6 +162,8 @@ class Interrupts:
             "allowed_decisions": allowed_list,
             "created_at": workflow.now().astimezone(UTC).isoformat(),
         }
+        if policy is not None:
+            self._pending[iid]["policy"] = dict(policy)
         self._publish()
         try:
             await workflow.wait_condition(lambda: iid in self._decided, timeout=timeout)

@@ -1,0 +1,94 @@
+"""A Temporal agent whose tool calls go through irq's policy guard (``policy_tools``).
+
+``PolicyAgent`` runs the calls it is given in order (``{"calls": [{"tool", "args", "data"?,
+"sensitive"?}], "agent", "team"}``) through :func:`guarded_tool` and returns one outcome per
+call: ``ran`` (with the tool's result), ``prohibited`` or ``rejected``. The tool activities
+record every execution in :data:`EXECUTED` (the worker runs in the test's process), the
+side effect a test checks.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity, workflow
+
+with workflow.unsafe.imports_passed_through():
+    from backend_adapters.temporal.agent import Interrupts
+    from backend_adapters.temporal.policy_tools import (
+        ToolProhibitedError,
+        ToolRejectedError,
+        guarded_tool,
+        policy_activities,
+    )
+
+#: (workflow id, tool, args) of every tool execution in this process
+EXECUTED: list[tuple[str, str, dict[str, Any]]] = []
+
+
+def _executed(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    EXECUTED.append((activity.info().workflow_id or "", tool, dict(args)))
+    return {"tool": tool, "args": dict(args)}
+
+
+@activity.defn
+async def refund(args: dict[str, Any]) -> dict[str, Any]:
+    return _executed("refund", args)
+
+
+@activity.defn
+async def delete_backup(args: dict[str, Any]) -> dict[str, Any]:
+    return _executed("delete_backup", args)
+
+
+@activity.defn
+async def read_records(args: dict[str, Any]) -> dict[str, Any]:
+    return _executed("read_records", args)
+
+
+TOOLS = {"refund": refund, "delete_backup": delete_backup, "read_records": read_records}
+
+
+@workflow.defn
+class PolicyAgent:
+    @workflow.init
+    def __init__(self, task: dict[str, Any]) -> None:
+        self.irq = Interrupts()
+
+    @workflow.run
+    async def run(self, task: dict[str, Any]) -> dict[str, Any]:
+        outcomes: list[dict[str, Any]] = []
+        for call in task["calls"]:
+            tool = call["tool"]
+            try:
+                result = await guarded_tool(
+                    self.irq,
+                    tool,
+                    call.get("args") or {},
+                    TOOLS[tool],
+                    agent=task.get("agent", "billing-agent"),
+                    team=task.get("team", "finance"),
+                    data=call.get("data") or (),
+                    sensitive=bool(call.get("sensitive")),
+                    start_to_close_timeout=timedelta(seconds=10),
+                )
+                outcomes.append({"tool": tool, "outcome": "ran", "result": result})
+            except ToolProhibitedError as err:
+                outcomes.append(
+                    {"tool": tool, "outcome": "prohibited", "winner": err.decision.get("winner")}
+                )
+            except ToolRejectedError as err:
+                outcomes.append(
+                    {
+                        "tool": tool,
+                        "outcome": "rejected",
+                        "rule": err.rule,
+                        "feedback": err.feedback,
+                    }
+                )
+        return {"outcomes": outcomes, "tool_calls": self.irq.tool_calls}
+
+
+WORKFLOWS = [PolicyAgent]
+ACTIVITIES = [refund, delete_backup, read_records, *policy_activities()]
