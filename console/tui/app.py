@@ -44,16 +44,18 @@ from console.model import (
 )
 from console.terminal_text import terminal_safe
 from console.tui.command_line import parse_command
-from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
+from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource, obligation_book
 from console.tui.inert_text import InertControlCharacters
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
+from console.tui.obligation_book import OPEN_STATES, ObligationBook, due_text
 from console.tui.palette import IrqCommands
 from console.tui.run_rows import SORT_CYCLE, RunRowIndex
 from console.tui.screens.audit import AuditScreen
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.help import HelpScreen, KeyHelp
-from console.tui.screens.inbox import InboxScreen, args_text
+from console.tui.screens.inbox import InboxScreen, args_text, policy_text
+from console.tui.screens.obligations import ObligationsScreen
 from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.scrollbars import use_mode_scrollbars
 from console.tui.state_display import glyphs
@@ -87,6 +89,7 @@ class IrqApp(App[None]):
         Binding("1", "view('fleet')", "fleet", show=False, id="view_fleet"),
         Binding("2", "view('inbox')", "inbox", show=False, id="view_inbox"),
         Binding("3", "view('audit')", "audit", show=False, id="view_audit"),
+        Binding("o", "view('obligations')", "oblig", id="view_obligations"),
     ]
 
     def __init__(
@@ -134,6 +137,10 @@ class IrqApp(App[None]):
     @property
     def view(self) -> FleetView:
         return self.source.view
+
+    @property
+    def obligations(self) -> ObligationBook:
+        return obligation_book(self.source.view)
 
     def get_line_filters(self) -> list[LineFilter]:
         """Textual's filters, then the one that keeps escape sequences in foreign text inert
@@ -301,6 +308,7 @@ class IrqApp(App[None]):
             runs=len(self.view.runs),
             pending=sum(1 for i in self.view.interrupts.values() if i.status == "pending"),
             view=view_name,
+            overdue=self.obligations.overdue_count(now),
         )
 
     # -------------------------------------------------------------- navigation
@@ -314,7 +322,8 @@ class IrqApp(App[None]):
             while len(self.screen_stack) > 1:
                 self.pop_screen()
             return
-        wanted = {"inbox": InboxScreen, "audit": AuditScreen}[name]
+        wanted: type[ViewScreen] = {"inbox": InboxScreen, "audit": AuditScreen,
+                                    "obligations": ObligationsScreen}[name]
         if isinstance(current, wanted) and current is self.screen:
             return
         while len(self.screen_stack) > 1:
@@ -494,6 +503,9 @@ class IrqApp(App[None]):
         head = Text()
         head.append(f"{terminal_safe(intr.title)}\n", style="bold")
         head.append(f"run {terminal_safe(intr.run_id)}\n", style="dim")
+        if intr.policy is not None:
+            head.append(policy_text(intr.policy))
+            head.append("\n")
         action = terminal_safe(intr.action or "")
         if kind is DecisionKind.APPROVE:
             head.append("runs as proposed: ", style="bold")
@@ -535,6 +547,77 @@ class IrqApp(App[None]):
         await self.push_screen_wait(ResultsDialog(kind.value.capitalize(), results,
                                                   self.glyphs, self.ascii_only))
 
+    def request_obligation(self, verb: str, obligation_id: str) -> None:
+        """Fulfil or waive an open obligation: confirm dialog (the reason is the note, and
+        required), then the gateway's ``obligation_fulfil`` / ``obligation_waive``."""
+        allowed, why = self.may_mutate()
+        if not allowed:
+            self.notify(f"{verb}: {why}", title="Not allowed", severity="error")
+            return
+        ob = self.obligations.obligations.get(obligation_id)
+        if ob is None or ob.state not in OPEN_STATES:
+            self.notify(f"{obligation_id} is not open", severity="warning")
+            return
+        if self.mutation_pending:
+            return
+        self.mutation_pending = True
+        self.refresh_bindings()
+        self._obligation_flow(verb, obligation_id)
+
+    @work(group="mutation")
+    async def _obligation_flow(self, verb: str, obligation_id: str) -> None:
+        try:
+            await self._obligation_steps(verb, obligation_id)
+        finally:
+            self._mutation_done()
+
+    async def _obligation_steps(self, verb: str, obligation_id: str) -> None:
+        ob = self.obligations.obligations[obligation_id]
+        now = self.clock()
+        head = Text()
+        head.append(f"{terminal_safe(ob.what or '(no description)')}\n", style="bold")
+        head.append(terminal_safe(f"rule {ob.rule}, run {ob.run_id}"), style="dim")
+        due = due_text(ob, now, "")
+        if due:
+            head.append(f"\n{due}", style="bold red" if due.startswith("overdue") else "")
+        head.append("\nthe reason is recorded as the obligation's note (required)")
+        dialog = ConfirmDialog(
+            title=f"{verb.capitalize()} obligation?",
+            verb=verb,
+            targets=[obligation_id],
+            details=head,
+            glyphs=self.glyphs,
+            ascii_only=self.ascii_only,
+        )
+        outcome = await self.push_screen_wait(dialog)
+        if outcome is None:
+            self.notify(f"{verb}: nothing sent", timeout=3)
+            return
+        if not outcome.reason:
+            self.notify(f"{verb}: a note is required (type it as the reason); nothing sent",
+                        severity="error")
+            return
+        name = f"obligation_{verb}"
+        try:
+            command: Action | str = Action(name)
+        except ValueError:
+            command = name  # the model has no member for it: sent by name
+        try:
+            results = await self.source.command(command, [obligation_id],
+                                                reason=outcome.reason)
+        except ValueError as exc:  # a client that only sends the actions it knows
+            results = [CommandResult(id="", action=name, target=obligation_id,
+                                     outcome="failed", detail=str(exc))]
+        except GatewayError as exc:
+            results = [CommandResult(id="", action=name, target=obligation_id,
+                                     outcome="failed", detail=exc.message, error=exc.code)]
+        if not results:
+            results = [CommandResult(id="", action=name, target=obligation_id,
+                                     outcome="failed",
+                                     detail="the gateway answered with no result")]
+        await self.push_screen_wait(ResultsDialog(verb.capitalize(), results, self.glyphs,
+                                                  self.ascii_only))
+
     async def _send(self, action: Action, targets: list[str], *, reason: str,
                     decision: Decision | None = None) -> list[CommandResult]:
         try:
@@ -560,7 +643,7 @@ class IrqApp(App[None]):
             self.notify(cmd.error, title=":" + line.strip(), severity="error")
             return
         name = cmd.name
-        if name in ("runs", "inbox", "audit"):
+        if name in ("runs", "inbox", "audit", "obligations"):
             self.show_view("fleet" if name == "runs" else name)
             if name == "runs" and cmd.args:
                 self.call_after_refresh(self._filter_fleet, cmd.rest)

@@ -22,6 +22,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec("runs", ":runs [FILTER]", "the fleet (optionally filtered)", ("fleet", "r")),
     CommandSpec("inbox", ":inbox", "pending interrupts, oldest first", ("i",)),
     CommandSpec("audit", ":audit", "recent commands: who, what, why, outcome", ("a",)),
+    CommandSpec("obligations", ":obligations", "what the policy obliged: overdue, open, closed",
+                ("o", "obl")),
     CommandSpec("run", ":run RUN", "details of one run", ("show", "detail")),
     CommandSpec("pause", ":pause [RUN...]", "pause runs (selected if none given)", (), True),
     CommandSpec("resume", ":resume [RUN...]", "resume runs", (), True),

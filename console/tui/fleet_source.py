@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,9 +34,33 @@ from console.model import (
     utcnow,
 )
 from console.semantics import plan as compute_plan
+from console.tui.obligation_book import ObligationBook
 
 UpdateCallback = Callable[[FleetView, list[dict[str, Any]]], Awaitable[None] | None]
 StatusCallback = Callable[[ConnectionStatus], Awaitable[None] | None]
+
+
+@dataclass
+class PolicyFleetView(FleetView):
+    """The fleet view plus the policy layer's obligations and policy version (the snapshot's
+    ``obligations``, ``obligation`` and ``policy`` events), for the obligations screen."""
+
+    book: ObligationBook = field(default_factory=ObligationBook)
+
+    def load_snapshot(self, frame: dict[str, Any]) -> None:
+        super().load_snapshot(frame)
+        self.book.load_snapshot(frame)
+
+    def apply(self, event: dict[str, Any]) -> bool:
+        if not super().apply(event):
+            return False
+        self.book.apply(event.get("kind"), event.get("data"))
+        return True
+
+
+def obligation_book(view: FleetView) -> ObligationBook:
+    """The view's obligations (an empty book for a plain view)."""
+    return view.book if isinstance(view, PolicyFleetView) else ObligationBook()
 
 
 class FleetSource(Protocol):
@@ -73,7 +98,7 @@ class LiveSource:
     def __init__(self, url: str, token: str | None) -> None:
         self.url = url
         self.token = token
-        self.view = FleetView()
+        self.view: FleetView = PolicyFleetView()
         self._session: LiveSession | None = None
         self._role = ""
         self._identity = ""
@@ -96,7 +121,7 @@ class LiveSource:
         self._session = LiveSession(
             self.url, self.token, client="irq-tui", on_update=on_update, on_status=on_status
         )
-        self.view = self._session.view
+        self._session.view = self.view = PolicyFleetView()
         await self._session.run()
 
     def stop(self) -> None:
@@ -145,7 +170,7 @@ class RecordedSource:
     def __init__(self, data: dict[str, Any], *, url: str = "recorded") -> None:
         self.url = url
         self.data = data
-        self.view = FleetView()
+        self.view: FleetView = PolicyFleetView()
         self.view.load_snapshot(data.get("snapshot") or {})
         self.view.audit = [AuditEntry.model_validate(a) for a in data.get("audit", [])]
         self._role = str(data.get("role") or "operator")

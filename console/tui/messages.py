@@ -47,10 +47,12 @@ class FleetChange:
     backends: bool = False
     audit: list[AuditEntry] = field(default_factory=list)
     reordered: bool = False
+    obligations: bool = False  # an obligation or the policy version changed
 
     @property
     def empty(self) -> bool:
-        return self.runs == set() and not (self.interrupts or self.backends or self.audit)
+        return self.runs == set() and not (self.interrupts or self.backends or self.audit
+                                           or self.obligations)
 
     def add(self, events: list[dict[str, Any]]) -> None:
         for event in events:
@@ -58,7 +60,7 @@ class FleetChange:
             data = event.get("data") or {}
             if kind == "snapshot":
                 self.runs = None
-                self.interrupts = self.backends = True
+                self.interrupts = self.backends = self.obligations = True
             elif kind in ("run", "run_removed"):
                 if self.runs is not None and data.get("id"):
                     self.runs.add(str(data["id"]))
@@ -69,6 +71,8 @@ class FleetChange:
                     self.runs.add(str(run_id))
             elif kind == "backend":
                 self.backends = True
+            elif kind in ("obligation", "policy"):
+                self.obligations = True
             elif kind == "audit":
                 try:
                     self.audit.append(AuditEntry.model_validate(data))

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -188,6 +189,53 @@ def audit(entries: Iterable[AuditEntry], g: GlyphSet, *, target: bool = False) -
             row.append(inert(e.target))
         row += [inert(e.outcome, style), inert(e.reason) if e.reason else Text("-", style="dim")]
         table.add_row(*row)
+    return table
+
+
+class RunPolicyDecision(BaseModel):
+    """One entry of the ``run`` query's ``policy_decisions``: a tool call the policy judged."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    at: datetime | None = None
+    call_id: str = ""
+    tool: str = ""
+    outcome: str = ""
+    winner: str | None = None
+    rules: list[str] = Field(default_factory=list)
+    policy_version: str | None = None
+    explanation: list[str] = Field(default_factory=list)
+
+
+OUTCOME_LABEL = {"require_approval": "approval"}
+OUTCOME_STYLE = {"permit": "green", "prohibit": "bold red", "require_approval": "yellow"}
+
+
+def parse_policy_decisions(raw: object) -> list[RunPolicyDecision]:
+    """The valid entries of ``raw`` (a malformed one is skipped, never the whole list)."""
+    out: list[RunPolicyDecision] = []
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            out.append(RunPolicyDecision.model_validate(item))
+        except ValidationError:
+            continue
+    return out
+
+
+def policy_decisions(items: Sequence[RunPolicyDecision], g: GlyphSet) -> RenderableType:
+    """Time, tool, outcome and the rule that won (``default``: no rule decided)."""
+    if not items:
+        return Text("no policy decisions recorded for this run", style="dim")
+    table = Table(box=None, show_edge=False, pad_edge=False, expand=True)
+    table.add_column("AT", no_wrap=True)
+    table.add_column("TOOL", overflow="fold")
+    table.add_column("OUTCOME", no_wrap=True)
+    table.add_column("WINNER", overflow="fold")
+    for d in items[-30:]:
+        table.add_row(_ts(d.at), inert(d.tool or g.none),
+                      inert(OUTCOME_LABEL.get(d.outcome, d.outcome or g.none),
+                            OUTCOME_STYLE.get(d.outcome, "")),
+                      inert(d.winner) if d.winner else Text("default", style="dim"))
     return table
 
 

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Markdown, Static
 
-from console.model import Interrupt
+from console.model import Interrupt, InterruptPolicy
 from console.terminal_text import terminal_safe
 from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
@@ -28,6 +28,33 @@ def action_preview(intr: Interrupt, width: int = 60) -> str:
     return truncate(f"{name} {args}".strip(), width)
 
 
+def approvals_text(policy: InterruptPolicy) -> str:
+    """``approvals 1/2: alice`` (four eyes), or "" when one approver decides."""
+    if policy.approvers < 2:
+        return ""
+    names = [str(a.get("by") or "?") for a in policy.approvals if isinstance(a, dict)]
+    shown = f": {', '.join(names)}" if names else ""
+    return f"approvals {len(names)}/{policy.approvers}{shown}"
+
+
+def policy_text(policy: InterruptPolicy, indent: str = "") -> Text:
+    """``rule R: why``, then the four-eyes count and ``needs admin`` when they apply."""
+    text = Text()
+    text.append("rule ", style="bold")
+    text.append(inert(policy.rule, "bold"))
+    if policy.why:
+        text.append(": ")
+        text.append(inert(policy.why))
+    extra = [approvals_text(policy)]
+    if policy.decide_role and policy.decide_role != "operator":
+        extra.append(f"needs {policy.decide_role}")
+    shown = [terminal_safe(e) for e in extra if e]
+    if shown:
+        text.append(f"\n{indent}")
+        text.append("; ".join(shown), style="bold yellow")
+    return text
+
+
 def interrupt_header(intr: Interrupt, age_s: float) -> Text:
     text = Text()
     text.append(inert(intr.title or intr.native_id, "bold"))
@@ -36,6 +63,9 @@ def interrupt_header(intr: Interrupt, age_s: float) -> Text:
     text.append(f"\naction    {terminal_safe(intr.action or '(none)')}")
     text.append("\ndecisions ")
     text.append(", ".join(d.value for d in intr.allowed_decisions), style="bold")
+    if intr.policy is not None:
+        text.append("\npolicy    ")
+        text.append(policy_text(intr.policy, indent=" " * 10))
     return text
 
 
@@ -104,7 +134,8 @@ class InboxScreen(ViewScreen):
         if self._filter:
             words = self._filter.lower().split()
             items = [i for i in items
-                     if all(w in f"{i.id} {i.title} {i.action} {i.description}".lower()
+                     if all(w in f"{i.id} {i.title} {i.action} {i.description} "
+                                 f"{i.policy.rule if i.policy else ''}".lower()
                             for w in words)]
         return items
 

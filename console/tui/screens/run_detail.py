@@ -52,6 +52,7 @@ class RunDetailScreen(ViewScreen):
         self.beats: list[datetime] = []
         self.audit: list[AuditEntry] = []
         self.notes: list[str] = []
+        self.policy_decisions: list[sections.RunPolicyDecision] = []
         self.fetch_error: str | None = None
         self._fetched_at = 0.0
         self._dirty = False
@@ -71,6 +72,9 @@ class RunDetailScreen(ViewScreen):
                 with Vertical(classes="detail-col"):
                     yield Static("", id="sec-journal", classes="section")
                     yield Static("", id="sec-interrupts", classes="section")
+                    policy = Static("", id="sec-policy", classes="section")
+                    policy.display = False  # shown once the run has policy decisions
+                    yield policy
                     yield Static("", id="sec-audit", classes="section")
         yield from self.compose_bottom()
 
@@ -125,6 +129,7 @@ class RunDetailScreen(ViewScreen):
             except ValidationError:
                 continue
         self.audit = audit
+        self.policy_decisions = sections.parse_policy_decisions(data.get("policy_decisions"))
         caps = data.get("capabilities") or {}
         self.notes = [str(n) for n in caps.get("notes", [])] if isinstance(caps, dict) else []
 
@@ -185,6 +190,10 @@ class RunDetailScreen(ViewScreen):
         intrs.sort(key=lambda i: i.created_at)
         self.query_one("#sec-interrupts", Static).update(
             sections.section("Interrupts", sections.interrupts(intrs, now, g)))
+        policy = self.query_one("#sec-policy", Static)
+        policy.display = bool(self.policy_decisions)  # runs without a policy: no section
+        policy.update(sections.section("Policy decisions",
+                                       sections.policy_decisions(self.policy_decisions, g)))
         self.query_one("#sec-audit", Static).update(
             sections.section("Audit", sections.audit(self.audit, g)))
 

@@ -30,6 +30,7 @@ class HeaderInfo:
     runs: int = 0
     pending: int = 0
     view: str = ""
+    overdue: int = 0  # obligations past their deadline
 
 
 CONNECTION_STYLE = {
@@ -75,6 +76,9 @@ def header_text(info: HeaderInfo, width: int, g: GlyphSet = UNICODE) -> Text:
     right.append(f"  runs {info.runs}")
     right.append("  inbox ")
     right.append(str(info.pending), style="bold magenta" if info.pending else "")
+    if info.overdue:
+        right.append("  overdue ")
+        right.append(str(info.overdue), style="bold red")
     right.append(" ")
     room = width - right.cell_len
     if left.cell_len > room - 1:
