@@ -8,6 +8,7 @@ The CEL library behind the engine is a compiled extension: only ``test`` imports
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,7 +21,7 @@ from console.cli.actions import (
     ask_or_stop,
     refuse_unconfirmable,
 )
-from console.cli.completion import complete_run_ids
+from console.cli.completion import complete_pending_interrupt_ids, complete_run_ids
 from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
@@ -41,6 +42,7 @@ from console.cli.session import (
     TokenOption,
     UrlOption,
     connection_of,
+    expand_interrupt_id,
     expand_run_id,
     with_gateway,
 )
@@ -151,10 +153,35 @@ def show_command(
 # --------------------------------------------------------------------- irq policy check/explain
 
 ToolOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--tool", metavar="NAME", help="The tool the agent would call.", show_default=False
     ),
+]
+#: what a command rule (on = "command") names: run actions and interrupt decisions
+COMMAND_VERBS = ("pause", "resume", "cancel", "terminate", "approve", "edit", "reject", "respond")
+CommandOption = Annotated[
+    str | None,
+    typer.Option(
+        "--command",
+        metavar="ACTION",
+        help="Check an operator command instead of a tool call, as you (this token's identity "
+        "and role): " + "|".join(COMMAND_VERBS) + ", with --run or --interrupt.",
+        show_default=False,
+    ),
+]
+InterruptOption = Annotated[
+    str | None,
+    typer.Option(
+        "--interrupt",
+        metavar="INTERRUPT",
+        help="With --command approve|edit|reject|respond: the interrupt decided.",
+        autocompletion=complete_pending_interrupt_ids,
+        show_default=False,
+    ),
+]
+CheckReasonOption = Annotated[
+    str, typer.Option("--reason", "-r", help="With --command: the reason you would give.")
 ]
 ArgsOption = Annotated[
     str,
@@ -193,7 +220,7 @@ RunOption = Annotated[
     typer.Option(
         "--run",
         metavar="RUN",
-        help="The run making the call (id, native id or a unique prefix).",
+        help="The run making the call, or the command's target (id, native id or a unique prefix).",
         autocompletion=complete_run_ids,
         show_default=False,
     ),
@@ -210,77 +237,137 @@ def _data_list(values: list[str] | None) -> list[str]:
     return out
 
 
-def build_invocation(
-    *,
-    tool: str,
-    args: str,
-    agent: str,
-    team: str,
-    data: list[str] | None,
-    backend: str,
-) -> Invocation:
-    """The invocation the options describe (``--run`` is resolved at the gateway); exit 2
-    when ``--args`` is not a JSON object."""
-    from console.cli.decisions import parse_json_value
-    from console.policy.model import Invocation
+@dataclass
+class CheckRequest:
+    """What ``irq policy check|explain`` asks: a tool call (``--tool``) or an operator
+    command (``--command``), from the options as given."""
 
-    if not tool.strip():
-        fail(ExitCode.USAGE, "--tool must name a tool")
-    value = parse_json_value(args, "--args")
-    if not isinstance(value, dict):
-        fail(ExitCode.USAGE, f"--args must be a JSON object, not {type(value).__name__}")
-    kind, _, run_context = backend.partition(":")
-    return Invocation(
-        tool=tool,
-        args=value,
-        agent=agent,
-        team=team,
-        backend=kind,
-        context=run_context,
-        data=_data_list(data),
-    )
+    tool: str | None
+    command: str | None
+    args: str
+    agent: str
+    team: str
+    data: list[str] | None
+    backend: str
+    run: str | None
+    interrupt: str | None
+    reason: str
 
+    def validate(self) -> dict[str, Any]:
+        """Exit 2 on options that do not fit together (before connecting); the arguments."""
+        from console.cli.decisions import parse_json_value
 
-def _with_run(client: GatewayClient, inv: Invocation, run: str | None) -> Invocation:
-    """Fill in the run: its id, and its backend and context unless --backend gave them."""
-    if not run:
-        return inv
-    from console.model import split_run_id
+        if (self.tool is None) == (self.command is None):
+            fail(ExitCode.USAGE, "give exactly one of --tool NAME or --command ACTION")
+        if self.command is not None:
+            if self.command not in COMMAND_VERBS:
+                fail(
+                    ExitCode.USAGE,
+                    f"--command {self.command!r}: commands are " + ", ".join(COMMAND_VERBS),
+                )
+            extra = [
+                flag
+                for flag, given in (
+                    ("--args", self.args != "{}"),
+                    ("--agent", self.agent),
+                    ("--team", self.team),
+                    ("--data", self.data),
+                    ("--backend", self.backend),
+                )
+                if given
+            ]
+            if extra:
+                fail(
+                    ExitCode.USAGE,
+                    f"{', '.join(extra)} describe a tool call; a --command check takes "
+                    "--run or --interrupt, and --reason",
+                )
+            return {}
+        if self.interrupt or self.reason:
+            fail(ExitCode.USAGE, "--interrupt and --reason go with --command, not --tool")
+        if not (self.tool or "").strip():
+            fail(ExitCode.USAGE, "--tool must name a tool")
+        value = parse_json_value(self.args, "--args")
+        if not isinstance(value, dict):
+            fail(ExitCode.USAGE, f"--args must be a JSON object, not {type(value).__name__}")
+        return value
 
-    run_id = expand_run_id(client.view, run)
-    backend, context, _ = split_run_id(run_id)
-    return inv.model_copy(
-        update={
-            "run_id": run_id,
-            "backend": inv.backend or backend,
-            "context": inv.context or (context if inv.backend in ("", backend) else ""),
-        }
-    )
+    def invocation(self, client: GatewayClient, args: dict[str, Any]) -> Invocation:
+        """The invocation, with the run (and for a command the interrupt, the caller's
+        identity and role, the run's resources) resolved from the gateway's snapshot."""
+        if self.command is not None:
+            return self._command_invocation(client)
+        from console.model import split_run_id
+        from console.policy.model import Invocation
+
+        kind, _, run_context = self.backend.partition(":")
+        inv = Invocation(
+            tool=self.tool or "",
+            args=args,
+            agent=self.agent,
+            team=self.team,
+            backend=kind,
+            context=run_context,
+            data=_data_list(self.data),
+        )
+        if not self.run:
+            return inv
+        run_id = expand_run_id(client.view, self.run)
+        backend, context, _ = split_run_id(run_id)
+        return inv.model_copy(
+            update={
+                "run_id": run_id,
+                "backend": inv.backend or backend,
+                "context": inv.context or (context if inv.backend in ("", backend) else ""),
+            }
+        )
+
+    def _command_invocation(self, client: GatewayClient) -> Invocation:
+        # the gateway's own rule for what a command looks like to the policy
+        from console.gateway.command_policy import run_invocation
+
+        view = client.view
+        intr = None
+        if self.interrupt:
+            interrupt_id = expand_interrupt_id(view, self.interrupt)
+            intr = view.interrupts.get(interrupt_id)
+            if intr is None:
+                fail(ExitCode.NOT_FOUND, f"{interrupt_id} is not in the gateway's snapshot")
+        run_id = intr.run_id if intr else expand_run_id(view, self.run) if self.run else ""
+        inv = run_invocation(
+            self.command or "",
+            view.runs.get(run_id),
+            identity=client.identity,
+            role=client.role,
+            reason=self.reason,
+            interrupt=intr,
+        )
+        return inv if inv.run_id or not run_id else inv.model_copy(update={"run_id": run_id})
 
 
 def check_policy(
     ctx: typer.Context,
-    inv: Invocation,
-    run: str | None,
+    request: CheckRequest,
     url: str | None,
     token: str | None,
     context: str | None,
 ) -> tuple[Invocation, PolicyDecision]:
-    """Ask the running gateway's policy about ``inv`` (query ``policy_check``)."""
+    """Ask the running gateway's policy about the request (query ``policy_check``)."""
     from pydantic import ValidationError
 
     from console.policy.model import PolicyDecision
 
+    args = request.validate()
     conn = connection_of(ctx, url, token, context)
 
     async def ask(client: GatewayClient) -> tuple[Invocation, Any]:
-        full = _with_run(client, inv, run)
-        answer = await client.query("policy_check", invocation=full.model_dump(mode="json"))
-        return full, answer
+        inv = request.invocation(client, args)
+        answer = await client.query("policy_check", invocation=inv.model_dump(mode="json"))
+        return inv, answer
 
-    full, answer = with_gateway(conn, ask)
+    inv, answer = with_gateway(conn, ask)
     try:
-        return full, PolicyDecision.model_validate(answer)
+        return inv, PolicyDecision.model_validate(answer)
     except ValidationError as exc:
         fail(ExitCode.FAILED, f"the gateway answered nonsense to a policy check: {exc}")
 
@@ -327,22 +414,26 @@ def _render_decision(decision: PolicyDecision) -> None:
 
 def check_command(
     ctx: typer.Context,
-    tool: ToolOption,
+    tool: ToolOption = None,
     args: ArgsOption = "{}",
     agent: AgentOption = "",
     team: TeamOption = "",
     data: DataOption = None,
     backend: BackendOption = "",
     run: RunOption = None,
+    command: CommandOption = None,
+    interrupt: InterruptOption = None,
+    reason: CheckReasonOption = "",
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
     token: TokenOption = None,
     context: ContextOption = None,
 ) -> None:
-    """What the running gateway's policy decides for a tool call: outcome, matched rules,
-    winner, obligations. Nothing runs and nothing is recorded."""
-    inv = build_invocation(tool=tool, args=args, agent=agent, team=team, data=data, backend=backend)
-    full, decision = check_policy(ctx, inv, run, url, token, context)
+    """What the running gateway's policy decides for a tool call (or, with --command, for
+    your operator command): outcome, matched rules, winner, obligations. Nothing runs and
+    nothing is recorded."""
+    request = CheckRequest(tool, command, args, agent, team, data, backend, run, interrupt, reason)
+    full, decision = check_policy(ctx, request, url, token, context)
     emit(output, decision.model_dump(mode="json"), lambda: _render_decision(decision))
     if output is OutputFormat.TEXT:
         suggest([_explain_line(full)])
@@ -353,6 +444,15 @@ def _explain_line(inv: Invocation) -> str:
     import json
     import shlex
 
+    if inv.on == "command":
+        parts = ["irq policy explain", "--command", shlex.quote(inv.tool)]
+        if inv.interrupt.get("id"):
+            parts += ["--interrupt", shlex.quote(str(inv.interrupt["id"]))]
+        elif inv.run_id:
+            parts += ["--run", shlex.quote(inv.run_id)]
+        if inv.reason:
+            parts += ["--reason", shlex.quote(inv.reason)]
+        return " ".join(parts)
     parts = ["irq policy explain", "--tool", shlex.quote(inv.tool)]
     if inv.args:
         parts += ["--args", shlex.quote(json.dumps(inv.args, separators=(",", ":")))]
@@ -371,13 +471,16 @@ def _explain_line(inv: Invocation) -> str:
 
 def explain_command(
     ctx: typer.Context,
-    tool: ToolOption,
+    tool: ToolOption = None,
     args: ArgsOption = "{}",
     agent: AgentOption = "",
     team: TeamOption = "",
     data: DataOption = None,
     backend: BackendOption = "",
     run: RunOption = None,
+    command: CommandOption = None,
+    interrupt: InterruptOption = None,
+    reason: CheckReasonOption = "",
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
     token: TokenOption = None,
@@ -387,8 +490,8 @@ def explain_command(
     the conflicts, the winner and why, the obligations and what waived them."""
     from console.policy.explain import explain_text
 
-    inv = build_invocation(tool=tool, args=args, agent=agent, team=team, data=data, backend=backend)
-    full, decision = check_policy(ctx, inv, run, url, token, context)
+    request = CheckRequest(tool, command, args, agent, team, data, backend, run, interrupt, reason)
+    full, decision = check_policy(ctx, request, url, token, context)
     prose = explain_text(decision, full)
     document = {**decision.model_dump(mode="json"), "text": prose}
 

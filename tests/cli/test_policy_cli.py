@@ -90,6 +90,14 @@ id = "backup-never-deleted"
 modality = "prohibit"
 action = ["delete_backup"]
 priority = 100
+
+[[rules]]
+id = "cancel-needs-reason"
+on = "command"
+modality = "prohibit"
+action = ["cancel"]
+condition = 'cmd.reason == ""'
+description = "a cancel says why"
 """
 
 EXPORT = ("--tool", "export_report", "--args", '{"dataset": "monthly_summary"}')
@@ -349,6 +357,7 @@ def test_policy_show_prints_version_source_and_rules(gateway: PolicyGateway):
         "ciso-notify",
         "compliance-dispensation",
         "backup-never-deleted",
+        "cancel-needs-reason",
     ]
 
     text = irq("policy", "show", env={**gateway.env(gateway.viewer), "COLUMNS": "160"})
@@ -429,6 +438,25 @@ def test_explain_names_every_matched_rule_the_conflict_and_the_winner(gateway: P
     )
     assert as_json["winner"] == "phi-export-approval"
     assert "phi-export-approval" in as_json["text"]
+
+
+def test_check_of_an_operator_command_is_made_as_the_caller(gateway: PolicyGateway):
+    env = gateway.env(gateway.operator)
+    bare = irq("policy", "check", "--command", "cancel", "-o", "json", env=env)
+    assert bare.code == 0, bare.stderr
+    assert json.loads(bare.stdout)["winner"] == "cancel-needs-reason"
+    assert json.loads(bare.stdout)["outcome"] == "prohibit"
+    given = irq("policy", "check", "--command", "cancel", "-r", "stuck", "-o", "json", env=env)
+    assert json.loads(given.stdout)["outcome"] == "permit"
+
+    prose = irq("policy", "explain", "--command", "cancel", env={**env, "COLUMNS": "200"})
+    assert prose.code == 0, prose.stderr
+    assert "operator-test" in prose.stdout and "cancel-needs-reason" in prose.stdout
+
+    mixed = irq("policy", "check", "--command", "cancel", "--data", "phi", env=env)
+    assert mixed.code == 2 and "--data" in mixed.stderr
+    neither = irq("policy", "check", env=env)
+    assert neither.code == 2 and "--tool" in neither.stderr
 
 
 def test_obligations_list_then_fulfil_and_waive_with_yes(gateway: PolicyGateway):
