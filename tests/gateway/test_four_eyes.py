@@ -8,6 +8,7 @@ database, where the gateway is the only sender), not from the gateway's answers.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -129,3 +130,27 @@ async def test_a_viewer_cannot_approve_and_approvals_must_agree(fleet: GovernedF
     await settled_record(fleet.db, wid)
     assert [(d["type"], d["args"]) for d in fleet.decisions(wid)] == [
         ("edit", {"service": "ledger", "environment": "dev"})]
+
+
+async def test_the_cli_prints_a_recorded_approval_and_exits_0(fleet: GovernedFleet):
+    from tests.cli.cli_harness import irq_process
+
+    wid = "deploy-4e"
+    async with fleet.client("alice") as alice:
+        intr = await pending_interrupt(alice, wid)
+
+    def approve(person: str) -> subprocess.CompletedProcess[str]:
+        return irq_process("approve", intr.id, "--yes",
+                           env={"IRQ_URL": fleet.url, "IRQ_TOKEN": fleet.tokens[person]})
+
+    first = await asyncio.to_thread(approve, "alice")
+    assert first.returncode == 0, first.stderr
+    assert (f"approval 1 of 2 recorded by alice under rule {RULE}; needs another approver"
+            in " ".join(first.stdout.split()))
+    again = await asyncio.to_thread(approve, "alice")
+    assert again.returncode == 5, again  # forbidden
+    assert "alice already approved" in " ".join((again.stdout + again.stderr).split())
+    second = await asyncio.to_thread(approve, "bob")
+    assert second.returncode == 0 and "applied" in second.stdout, second
+    await settled_record(fleet.db, wid)
+    assert [d["type"] for d in fleet.decisions(wid)] == ["approve"]
