@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import ENV_VARS, ROOT, gateway_ready, irq
+from cli_harness import ENV_VARS, ROOT, ServedGateway, gateway_ready, irq
 from test_decision_confirmation import on_a_terminal
+from test_shell_completion import complete
 
 from console.processes import free_port, stop_process
 
@@ -186,6 +187,18 @@ def test_policy_test_refuses_an_invalid_policy_with_file_rule_and_key(policy_dir
     assert "policy.toml" in out.stderr
     assert "phi-export-approval" in out.stderr and "condition" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_without_a_policy_show_says_so_and_check_is_not_found(served_gateway: ServedGateway):
+    env = served_gateway.env(served_gateway.viewer)
+    shown = irq("policy", "show", "-o", "json", env=env)
+    assert shown.code == 0, shown.stderr
+    assert json.loads(shown.stdout)["policy"] is None
+    text = irq("policy", "show", env=env)
+    assert "no policy loaded" in text.stderr and "irq serve --policy FILE" in text.stderr
+    checked = irq("policy", "check", "--tool", "export_report", env=env)
+    assert checked.code == 3, checked.stdout + checked.stderr
+    assert "no policy" in checked.stderr
 
 
 def test_policy_check_refuses_args_that_are_not_a_json_object_before_connecting(irq_home: Path):
@@ -554,6 +567,25 @@ def test_settling_an_obligation_without_a_terminal_or_as_a_viewer_is_refused(
     assert dry.code == 0, dry.stderr
     assert json.loads(dry.stdout)["obligation"]["state"] == "open"
     assert listed(gateway)[pending["id"]]["state"] == "open"  # nothing was sent
+
+
+def test_open_obligation_ids_complete_in_the_shell(gateway: PolicyGateway):
+    pending, settled = _obligation("call-tab-1"), _obligation("call-tab-2")
+    report_obligations(gateway, [pending, settled])
+    until_listed(gateway, settled["id"])
+    waived = irq(
+        "obligation",
+        "waive",
+        settled["id"],
+        "--note",
+        "n/a",
+        "--yes",
+        env=gateway.env(gateway.operator),
+    )
+    assert waived.code == 0, waived.stderr
+    words = complete("irq obligation fulfil wf-policy-1#call-tab", gateway.env(gateway.viewer))
+    assert words.returncode == 0 and words.stderr == "", words
+    assert words.stdout.split() == ["wf-policy-1#call-tab-1/ciso-notify"]  # open ones only
 
 
 def test_on_a_terminal_fulfil_shows_the_obligation_and_asks_default_no(gateway: PolicyGateway):
