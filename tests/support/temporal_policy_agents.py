@@ -3,12 +3,15 @@
 ``PolicyAgent`` runs the calls it is given in order (``{"calls": [{"tool", "args", "data"?,
 "sensitive"?}], "agent", "team"}``) through :func:`guarded_tool` and returns one outcome per
 call: ``ran`` (with the tool's result), ``prohibited`` or ``rejected``. The tool activities
-record every execution in :data:`EXECUTED` (the worker runs in the test's process), the
-side effect a test checks.
+record every execution in :data:`EXECUTED` (for a worker in the test's process) and, when
+``IRQ_TEST_TOOL_LOG`` names a file, as one JSON line there (for a worker process): the side
+effect a test checks.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -28,7 +31,12 @@ EXECUTED: list[tuple[str, str, dict[str, Any]]] = []
 
 
 def _executed(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    EXECUTED.append((activity.info().workflow_id or "", tool, dict(args)))
+    wid = activity.info().workflow_id or ""
+    EXECUTED.append((wid, tool, dict(args)))
+    log = os.environ.get("IRQ_TEST_TOOL_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(json.dumps({"wf": wid, "tool": tool, "args": args}) + "\n")
     return {"tool": tool, "args": dict(args)}
 
 
