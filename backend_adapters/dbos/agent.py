@@ -107,7 +107,7 @@ from backend_adapters.policy_guard import (
     shared_policy,
 )
 from backend_adapters.run_records import InterruptPayload, Phase
-from console.policy.model import PolicyDecision
+from console.policy.model import Obligation, PolicyDecision
 
 log = logging.getLogger("irq.agent.dbos")
 
@@ -233,6 +233,8 @@ class AgentRun:
         self.agent = agent  # policy subject: the agent's name (default: the run's name)
         self.team = team
         self.policy_wait_s = policy_wait_s
+        #: obligations this execution's guarded calls incurred (same ids on replay)
+        self.obligations: list[Obligation] = []
         self.resources = list(resources)
         self.interval_s = interval_s
         self.timeout_s = timeout_s
@@ -578,7 +580,7 @@ class AgentRun:
         result = self.step(name, fn, **final_args)
         if decision.obligations or decision.waived:
             engine = shared_policy().engine()
-            open_obligations(
+            self.obligations += open_obligations(
                 decision,
                 tool=name,
                 call_id=call_id,

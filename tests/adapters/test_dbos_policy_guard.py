@@ -1,0 +1,306 @@
+"""The policy guard end to end: real DBOS agents (SQLite) whose tool calls go through
+``AgentRun.tool`` (tests/support/dbos_policy_agent.py), a real ``irq serve --policy`` with
+tests/support/dbos_policy.toml, and a console client.
+
+Whether a tool really ran is read from the agent's own record (a line its body writes), not
+from what the console was told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos import DBOSClient
+
+from console.client import GatewayClient
+from console.gateway.auth import create_token
+from console.model import Decision, DecisionKind, Role
+from console.processes import stop_process
+from tests.support.crashable_gateway import ROOT, CrashableGateway
+from tests.support.dbos_policy_agent import APP_VERSION, QUEUE, WORKFLOW_NAME
+
+POLICY_FILE = ROOT / "tests" / "support" / "dbos_policy.toml"
+AGENT_SCRIPT = ROOT / "tests" / "support" / "dbos_policy_agent.py"
+
+
+class PolicyGateway(CrashableGateway):
+    """``irq serve --policy tests/support/dbos_policy.toml`` (restartable on its port)."""
+
+    def start(self, crash_at: str | None = None) -> None:
+        assert crash_at is None
+        cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
+               "--backend", self.backend, "--policy", str(POLICY_FILE)]  # fmt: skip
+        env = {**os.environ, "IRQ_HOME": str(self.home)}
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
+        _wait_for_line(self.log, "listening", self.process, offset=None, port=self.port)
+
+
+def _wait_for_line(
+    path: Path,
+    text: str,
+    process: subprocess.Popen[bytes],
+    *,
+    offset: int | None,
+    port: int | None = None,
+) -> None:
+    import socket
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if port is not None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+        elif text in path.read_bytes()[offset or 0 :].decode(errors="replace"):
+            return
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise RuntimeError(f"{path.name}: no {text!r}:\n" + path.read_text()[-3000:])
+
+
+@dataclass
+class PolicyAgent:
+    """One tests/support/dbos_policy_agent.py process on its own SQLite database."""
+
+    root: Path
+    env: dict[str, str]
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def db(self) -> Path:
+        return self.root / "sys.db"
+
+    @property
+    def record(self) -> Path:
+        return self.root / "record.jsonl"
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        out = self.root / "agent.out"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("IRQ_AGENT_")}
+        with out.open("ab") as sink:
+            self.process = subprocess.Popen(
+                [sys.executable, str(AGENT_SCRIPT), "--db", str(self.db)],
+                cwd=ROOT,
+                env={**env, **self.env},
+                stdout=sink,
+                stderr=sink,
+            )
+        _wait_for_line(out, "ready (pid", self.process, offset=0)
+
+    def stop(self) -> None:
+        if self.process:
+            stop_process(self.process)
+
+    def run(self, calls: list[dict[str, Any]], **plan: Any) -> str:
+        wid = f"p-{uuid.uuid4().hex[:10]}"
+        client = DBOSClient(system_database_url=f"sqlite:///{self.db}")
+        try:
+            client.enqueue(
+                {
+                    "queue_name": QUEUE,
+                    "workflow_name": WORKFLOW_NAME,
+                    "workflow_id": wid,
+                    "app_version": APP_VERSION,
+                },
+                {"record": str(self.record), "calls": calls, **plan},
+            )
+        finally:
+            client.destroy()
+        return wid
+
+    def entries(self, wid: str) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        lines = self.record.read_text().splitlines()
+        return [e for e in map(json.loads, lines) if e.get("wid") == wid]
+
+    def side_effects(self, wid: str) -> list[dict[str, Any]]:
+        return [e for e in self.entries(wid) if e["kind"] == "side_effect"]
+
+    async def finished(self, wid: str, timeout_s: float = 30) -> list[dict[str, Any]]:
+        """The run's outcome lines, once it recorded them (its last step)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            entries = self.entries(wid)
+            if any(e["kind"] == "obligations" for e in entries):
+                return entries
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"{wid} did not finish:\n" + (self.root / "agent.out").read_text())
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PolicyGateway, PolicyAgent]]:
+    root = tmp_path_factory.mktemp("dbos-policy")
+    home = root / "irq"
+    home.mkdir()
+    agent_root = root / "agent"
+    gateway = PolicyGateway(home, f"dbos+sqlite:///{agent_root / 'sys.db'}?poll=0.3")
+    token = create_token(Role.AGENT, "policy-agent", home, scopes=["dbos:local"])
+    agent = PolicyAgent(
+        agent_root,
+        {
+            "IRQ_AGENT_URL": f"{gateway.url}/agent",
+            "IRQ_AGENT_TOKEN": token,
+            "IRQ_AGENT_CONTEXT": "local",
+        },
+    )
+    try:
+        gateway.start()
+        agent.start()
+        yield gateway, agent
+    finally:
+        agent.stop()
+        gateway.stop()
+
+
+async def _run_detail(client: GatewayClient, wid: str, timeout_s: float = 20) -> dict[str, Any]:
+    """The run detail once the gateway lists the run and holds at least one decision."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if f"dbos:local/{wid}" in client.view.runs:
+            detail = await client.query("run", run_id=f"dbos:local/{wid}")
+            if detail["policy_decisions"]:
+                return dict(detail)
+        assert time.monotonic() < deadline, f"no policy decisions for {wid}"
+        await asyncio.sleep(0.2)
+
+
+async def _pending(client: GatewayClient, wid: str, timeout_s: float = 20) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for intr in client.view.pending_interrupts():
+            if intr.run_id == f"dbos:local/{wid}":
+                return intr
+        try:
+            await asyncio.wait_for(client.updates(), 1.0)
+        except TimeoutError:
+            pass
+    raise AssertionError(f"no pending interrupt for {wid}")
+
+
+async def test_a_prohibited_call_never_runs_and_the_console_sees_the_decision(
+    setup: tuple[PolicyGateway, PolicyAgent],
+) -> None:
+    gateway, agent = setup
+    wid = agent.run([{"tool": "wipe_ledger", "args": {"table": "ledger"}}, {"tool": "refund",
+                     "args": {"amount": 5}}])  # fmt: skip
+    entries = await agent.finished(wid)
+    outcomes = [e for e in entries if e["kind"] == "outcome"]
+    assert [(o["tool"], o["type"]) for o in outcomes] == [
+        ("wipe_ledger", "prohibited"),
+        ("refund", "ran"),
+    ]
+    assert outcomes[0]["winner"] == "no-wipe"
+    assert [e["tool"] for e in agent.side_effects(wid)] == ["refund"]  # the wipe never ran
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as client:
+        detail = await _run_detail(client, wid)
+    decisions = {d["tool"]: d for d in detail["policy_decisions"]}
+    assert decisions["wipe_ledger"]["outcome"] == "prohibit"
+    assert decisions["wipe_ledger"]["winner"] == "no-wipe"
+    assert decisions["refund"]["outcome"] == "permit"
+
+
+async def test_an_approval_item_runs_the_call_once_after_approve_never_after_reject(
+    setup: tuple[PolicyGateway, PolicyAgent],
+) -> None:
+    gateway, agent = setup
+    approved = agent.run([{"tool": "refund", "args": {"amount": 250}}])
+    rejected = agent.run([{"tool": "refund", "args": {"amount": 900}}])
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as client:
+        first = await _pending(client, approved)
+        second = await _pending(client, rejected)
+        assert first.policy is not None and first.policy.rule == "refund-large"
+        assert first.policy.why == "refunds over 100 EUR need a human"
+        assert first.title == "refund: approval required by refund-large"
+        assert first.action == "refund" and first.args == {"amount": 250}
+        assert agent.side_effects(approved) == []  # nothing runs before the decision
+        edit = Decision(kind=DecisionKind.EDIT, args={"amount": 240})
+        (done,) = await client.command("decide", [first.id], decision=edit)
+        assert done.outcome == "applied", done
+        no = Decision(kind=DecisionKind.REJECT, feedback="not for this customer")
+        (refused,) = await client.command("decide", [second.id], decision=no)
+        assert refused.outcome == "applied", refused
+    await agent.finished(approved)
+    entries = await agent.finished(rejected)
+    assert [e["args"] for e in agent.side_effects(approved)] == [{"amount": 240}]
+    assert agent.side_effects(rejected) == []
+    (outcome,) = [e for e in entries if e["kind"] == "outcome"]
+    assert outcome["type"] == "rejected" and outcome["feedback"] == "not for this customer"
+
+
+async def test_obligations_fulfilled_overdue_and_waived_survive_a_gateway_restart(
+    setup: tuple[PolicyGateway, PolicyAgent],
+) -> None:
+    gateway, agent = setup
+    read = {"tool": "read_records", "args": {"patient": "p-1"}, "data": ["patients"]}
+    research = agent.run([read], team="research", fulfil=["notify-ciso"])
+    compliance = agent.run([read], team="compliance")
+    for wid in (research, compliance):
+        await agent.finished(wid)
+    prefix = {wid: f"dbos:local/{wid}#" for wid in (research, compliance)}
+
+    async def states(client: GatewayClient) -> dict[tuple[str, str], dict[str, Any]]:
+        listed = await client.query("obligations")
+        return {
+            (wid, ob["rule"]): ob
+            for ob in listed
+            for wid in prefix
+            if ob["id"].startswith(prefix[wid])
+        }
+
+    want = {
+        (research, "notify-ciso"): "fulfilled",
+        (research, "log-access"): "overdue",  # within_s = 1 and nobody fulfils it
+        (compliance, "notify-ciso"): "waived",
+        (compliance, "log-access"): "overdue",
+    }
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as client:
+        deadline = time.monotonic() + 20
+        while {k: v["state"] for k, v in (await states(client)).items()} != want:
+            assert time.monotonic() < deadline, await states(client)
+            await asyncio.sleep(0.3)
+    assert gateway.process is not None
+    gateway.process.send_signal(signal.SIGKILL)
+    gateway.process.wait(10)
+    gateway.start()
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as client:
+        after = await states(client)
+    assert {k: v["state"] for k, v in after.items()} == want
+    assert after[(compliance, "notify-ciso")]["by"] == "compliance-exempt"
+    assert after[(research, "notify-ciso")]["note"] == "notify the CISO: done by the agent"
+    assert after[(research, "notify-ciso")]["by"] == "policy-agent"  # the agent token
+
+
+async def test_without_a_policy_a_sensitive_call_is_refused_and_a_plain_call_runs(
+    tmp_path: Path,
+) -> None:
+    agent = PolicyAgent(tmp_path / "no-policy", {})  # no gateway: no policy ever arrives
+    agent.start()
+    try:
+        wid = agent.run([
+            {"tool": "pay", "args": {"amount": 1}, "sensitive": True},
+            {"tool": "lookup", "args": {"q": "x"}},
+        ])  # fmt: skip
+        entries = await agent.finished(wid)
+    finally:
+        agent.stop()
+    outcomes = [e for e in entries if e["kind"] == "outcome"]
+    assert [(o["tool"], o["type"]) for o in outcomes] == [("pay", "prohibited"), ("lookup", "ran")]
+    assert outcomes[0]["winner"] is None
+    assert outcomes[0]["explanation"][0] == "no policy received: sensitive tool fails closed"
+    assert [e["tool"] for e in agent.side_effects(wid)] == ["lookup"]
