@@ -64,7 +64,7 @@ class PolicyState:
             stat: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
         except OSError:
             stat = None
-        if stat is not None and stat == self._stat:
+        if stat == self._stat:  # None == None: still missing, already reported
             return None
         return self.reload()
 
@@ -77,6 +77,7 @@ class PolicyState:
             st = self.path.stat()
             data = self.path.read_bytes()
         except OSError as exc:
+            self._stat = None
             return self._refuse(PolicyError(str(self.path), "cannot read the policy file: "
                                             f"{exc.strerror or exc}"), None, force)
         self._stat = (st.st_mtime_ns, st.st_size)

@@ -277,3 +277,20 @@ async def until_async(fetch: Any, timeout_s: float = 5.0) -> Any:
             return value
         assert asyncio.get_running_loop().time() < deadline, "timed out"
         await asyncio.sleep(0.2)
+
+
+async def test_the_client_view_keeps_obligations_and_the_policy(og):
+    from console.client import GatewayClient
+
+    frame = obligation("wf-10")
+    async with GatewayClient(og.url, og.tokens["operator"]) as gc:
+        assert gc.view.policy is not None
+        assert gc.view.policy["version"] == og.gateway.policy.version
+        async with agent(og.url, og.tokens["agent"]) as wire:
+            assert await send(wire, frame) is None
+        ob_id = frame["obligation"]["id"]
+        await until(lambda: ob_id in gc.view.obligations, "the obligation in the view")
+        assert gc.view.obligations[ob_id].state == "open"
+        await gc.named_command("obligation_waive", [ob_id], reason="drill")
+        await until(lambda: gc.view.obligations[ob_id].state == "waived", "the waived state")
+    assert gc.view.obligations[ob_id].by == "ops"

@@ -211,3 +211,32 @@ def test_serve_refuses_an_invalid_policy_at_start(tmp_path: Path):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert f'{policy}: rule "refund-large": condition' in done.stderr
+
+
+def test_the_watcher_parses_only_changed_content_and_reports_a_bad_file_once(tmp_path: Path):
+    from console.gateway.policy_state import PolicyState
+
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY)
+    state = PolicyState(path)
+    state.load()
+    version = state.version
+    assert state.poll() is None  # nothing changed
+    os.utime(path, ns=(1, 1))  # touched: same content, not a new policy
+    touched = state.poll()
+    assert touched is not None and not touched.changed and touched.error is None
+    path.write_text(BROKEN_CONDITION)
+    refused = state.poll()
+    assert refused is not None and 'rule "refund-large": condition' in (refused.error or "")
+    assert state.version == version and state.last_error == refused.error
+    os.utime(path, ns=(2, 2))
+    again = state.poll()
+    assert again is not None and again.error is None  # the same bad content: told once
+    path.unlink()
+    gone = state.poll()
+    assert gone is not None and "cannot read the policy file" in (gone.error or "")
+    assert state.poll() is None and state.version == version
+    path.write_text(POLICY + '\n[[rules]]\nid = "x"\nmodality = "prohibit"\naction = ["x"]\n')
+    back = state.poll()
+    assert back is not None and back.changed and state.version != version
+    assert state.last_error is None
