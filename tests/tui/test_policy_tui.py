@@ -281,3 +281,62 @@ async def test_obligations_key_is_in_help_and_the_screen_is_ascii_in_ascii_mode(
         await pilot.pause(0.2)
         text = screen_text(app)
         assert "view_obligations" in text and "fulfil" in text and "waive" in text
+
+
+HOSTILE = "A\x1b]0;PWNED\x07\x1b[2J\x9b31m\u202eB"
+FORBIDDEN = ("\x1b]", "\x1b[2J", "\x9b", "\x07", "\u202e")
+
+
+def terminal_output(app: IrqApp) -> str:
+    """What Textual writes for a full redraw of the current screen (line filters included)."""
+    update = app.screen._compositor.render_update(  # noqa: SLF001
+        full=True, screen_stack=app._background_screens  # noqa: SLF001
+    )
+    assert update is not None
+    text: str = update.render_segments(app.console)  # type: ignore[attr-defined]
+    return text
+
+
+async def test_obligation_and_rule_text_from_policy_files_and_agents_is_inert():
+    data, at = policy_data()
+    first = data["snapshot"]["obligations"][2]  # the overdue one: selected first
+    first.update(what=f"what {HOSTILE}", rule=f"rule {HOSTILE}", note=f"note {HOSTILE}",
+                 by=f"by {HOSTILE}")
+    intr = next(i for i in data["snapshot"]["interrupts"] if i.get("policy"))
+    intr["policy"]["why"] = f"why {HOSTILE}"
+    source = PolicyFleet(data)
+    app = IrqApp(source, context="demo", clock=lambda: at, ping_interval=0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_obligations(pilot)
+        out = terminal_output(app)
+        assert not [s for s in FORBIDDEN if s in out], "obligations screen"
+        assert "what A\\x1b]0;PWNED" in out and "note A\\x1b]0;PWNED" in out
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the dialog")
+        await pilot.pause(0.2)
+        out = terminal_output(app)
+        assert not [s for s in FORBIDDEN if s in out], "fulfil dialog"
+        assert "what A\\x1b]0;PWNED" in out
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.mutation_pending, "the dialog closed")
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        inbox = app.screen
+        assert isinstance(inbox, InboxScreen)
+        inbox.table.move_cursor(row=inbox._shown.index(intr["id"]))  # noqa: SLF001
+        await pilot.pause(0.3)
+        out = terminal_output(app)
+        assert not [s for s in FORBIDDEN if s in out], "inbox"
+        assert "why A\\x1b]0;PWNED" in out
+
+
+def test_obligation_keys_have_ids_descriptions_and_portable_keys():
+    from test_keys import PORTABLE, bindings
+
+    for binding in bindings(ObligationsScreen, IrqApp):
+        assert binding.id and binding.description, binding
+        for key in binding.key.split(","):
+            assert PORTABLE.match(key.strip()), key
+    ids = {b.id for b in bindings(ObligationsScreen)}
+    assert {"fulfil", "waive", "help", "filter", "command", "back"} <= ids
+    assert "view_obligations" in {b.id for b in bindings(IrqApp)}
