@@ -161,8 +161,8 @@ def _from_validation(
 ) -> PolicyError:
     first = exc.errors()[0]
     loc = [str(part) for part in first["loc"]]
-    if loc[:1] == ["subject"] and len(loc) > 1:
-        loc = loc[1:]  # subject keys are written flat in the file
+    if loc[:1] == ["subject"] and len(loc) > 1 and first["type"] != "extra_forbidden":
+        loc = loc[1:]  # subject keys are usually written flat in the file
     message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
     if first["type"] == "missing":
         message = "required"
