@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,8 +52,10 @@ async def ask(
     allowed_decisions: tuple[str, ...] | list[str] = DEFAULT_DECISIONS,
     description: str = "",
     interrupt_id: str = "",
+    policy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Publish a pending interrupt and wait durably for irq's decision on it."""
+    """Publish a pending interrupt and wait durably for irq's decision on it. ``policy``:
+    the rule that requires it (``policy_guard``'s interrupt policy), shown in the inbox."""
     awakeable_id, future = ctx.awakeable(type_hint=dict)
 
     def publish() -> dict[str, Any]:
@@ -67,6 +70,8 @@ async def ask(
             "allowed_decisions": list(allowed_decisions),
             "created_at": datetime.now(UTC).isoformat(),
         }
+        if policy is not None:
+            published["policy"] = dict(policy)
         return dict(published)
 
     await ctx.run_typed(INTERRUPT_STEP, publish)
@@ -185,3 +190,120 @@ class AgentRun:
                 except Exception:  # reported as held: the console flags what was not freed
                     log.exception("releasing %s failed", resource.id)
         self._push()
+
+
+# ------------------------------------------------------------------ policy guard
+
+
+class ToolProhibitedError(TerminalError):
+    """The policy prohibits the tool call (the tool did not run). Terminal: Restate does not
+    retry it; ``decision`` is the ``PolicyDecision`` as a dict."""
+
+    def __init__(self, tool: str, decision: dict[str, Any]) -> None:
+        super().__init__(f"{tool}: prohibited by {decision.get('winner') or 'the policy default'}")
+        self.tool = tool
+        self.decision = decision
+
+
+class ToolRejectedError(TerminalError):
+    """An operator rejected the tool call the policy put to approval (the tool did not run)."""
+
+    def __init__(self, tool: str, rule: str, feedback: str | None) -> None:
+        super().__init__(f"{tool}: rejected under {rule}" + (f": {feedback}" if feedback else ""))
+        self.tool = tool
+        self.rule = rule
+        self.feedback = feedback
+
+
+#: tool calls per handler attempt (a retry replays from the start with a new context)
+_tool_calls: weakref.WeakKeyDictionary[Context, int] = weakref.WeakKeyDictionary()
+
+
+async def guarded_tool(
+    ctx: Context,
+    tool: str,
+    args: dict[str, Any],
+    fn: Callable[..., Any],
+    *,
+    agent: str,
+    team: str = "",
+    data: tuple[str, ...] | list[str] = (),
+    sensitive: bool = False,
+    args_schema: dict[str, Any] | None = None,
+    context: str | None = None,
+) -> Any:
+    """Call ``fn(**args)`` as a journaled ``ctx.run`` step if irq's policy allows it.
+
+    The decision is taken inside ``ctx.run`` (``irq.policy:<tool>#<n>``) so the journal
+    records it and a replay re-uses it; prohibit -> :class:`ToolProhibitedError` (``fn``
+    never runs); require_approval -> :func:`ask` with the rule in the interrupt, reject ->
+    :class:`ToolRejectedError`, approve / edit -> ``fn`` runs once with the final args; the
+    obligations of the call are opened after it (call id = ``t<n>``, n counting the guarded
+    calls of this handler attempt, deterministic on replay).
+    """
+    from backend_adapters import policy_guard
+    from console.policy.model import PolicyDecision
+
+    n = _tool_calls.get(ctx, 0) + 1
+    _tool_calls[ctx] = n
+    call_id = f"t{n}"
+    native_id = ctx.request().id
+    where = context if context is not None else (os.environ.get(ENV_CONTEXT) or "local")
+
+    def check() -> dict[str, Any]:
+        taken = policy_guard.check_call(
+            tool,
+            dict(args),
+            data=list(data),
+            agent=agent,
+            team=team,
+            backend=BACKEND,
+            context=where,
+            native_id=native_id,
+            sensitive=sensitive,
+        )
+        policy_guard.report_decision(
+            taken, tool=tool, backend=BACKEND, context=where, native_id=native_id, call_id=call_id
+        )
+        dumped: dict[str, Any] = taken.model_dump(mode="json")
+        return dumped
+
+    raw = await ctx.run_typed(f"irq.policy:{call_id}", check)
+    decision = PolicyDecision.model_validate(raw)
+    if decision.outcome == "prohibit":
+        raise ToolProhibitedError(tool, raw)
+    final_args = dict(args)
+    if decision.outcome == "require_approval" and decision.approval is not None:
+        rule = decision.approval.rule
+        answer = await ask(
+            ctx,
+            f"{tool}: approval required by {rule}",
+            action=tool,
+            args=final_args,
+            args_schema=args_schema,
+            allowed_decisions=list(decision.approval.decisions),
+            description=decision.approval.description,
+            interrupt_id=f"{tool}-{call_id}",
+            policy=policy_guard.interrupt_policy(decision),
+        )
+        kind = answer.get("type")
+        if kind not in ("approve", "edit"):
+            raise ToolRejectedError(tool, rule, answer.get("feedback") or answer.get("response"))
+        if kind == "edit" and isinstance(answer.get("args"), dict):
+            final_args = dict(answer["args"])
+    result = await ctx.run_typed(tool, fn, **final_args)
+
+    def record() -> list[str]:
+        opened = policy_guard.open_obligations(
+            decision,
+            tool=tool,
+            backend=BACKEND,
+            context=where,
+            native_id=native_id,
+            call_id=call_id,
+        )
+        return [o.id for o in opened]
+
+    if decision.obligations or decision.waived:
+        await ctx.run_typed(f"irq.obligations:{call_id}", record)
+    return result

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -21,13 +20,9 @@ from typing import Any
 import pytest
 
 from backend_adapters.temporal.dev_server import DevServer
-from console.gateway.auth import create_token
-from console.model import Role
-from console.processes import free_port, stop_process
-from tests.cli.cli_harness import gateway_ready
+from console.processes import stop_process
 from tests.gateway.policy_fixtures import client
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.policy_gateway import start_policy_gateway, start_process
 
 POLICY = """
 default = "permit"
@@ -68,55 +63,31 @@ class Stack:
     tool_log: Path
 
 
-def _start(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-        )
-
-
 @pytest.fixture
 def stack(temporal_server: DevServer, task_queue: str, tmp_path: Path) -> Iterator[Stack]:
-    home = tmp_path / "home"
-    home.mkdir()
-    policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY)
-    operator = create_token(Role.OPERATOR, "ops", home)
-    agent = create_token(Role.AGENT, "temporal-worker", home, scopes=["temporal:local"])
-    port = free_port()
     backend = temporal_server.backend_url(rps=100, query=f"TaskQueue='{task_queue}'")
-    gateway = _start(
-        [sys.executable, "-m", "console.cli.app", "serve", "--port", str(port),
-         "--backend", backend, "--policy", str(policy)],
-        tmp_path / "serve.log", {"IRQ_HOME": str(home)},
-    )
+    gateway = start_policy_gateway(tmp_path, backend, POLICY, "temporal:local")
     worker: subprocess.Popen[bytes] | None = None
     try:
-        url = f"ws://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while not gateway_ready(url, operator):
-            assert gateway.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "gateway did not start"
-            time.sleep(0.1)
         tool_log = tmp_path / "tools.jsonl"
         worker_log = tmp_path / "worker.log"
-        worker = _start(
+        worker = start_process(
             [sys.executable, "-m", "tests.support.temporal_policy_worker",
              temporal_server.address, task_queue],
             worker_log,
-            {"IRQ_AGENT_URL": f"{url}/agent", "IRQ_AGENT_TOKEN": agent,
+            {"IRQ_AGENT_URL": gateway.agent_url, "IRQ_AGENT_TOKEN": gateway.agent,
              "IRQ_TEST_TOOL_LOG": str(tool_log)},
         )
+        deadline = time.monotonic() + 30
         while b"ready" not in worker_log.read_bytes():
             assert worker.poll() is None, worker_log.read_text()
-            assert time.monotonic() < deadline + 30, "worker did not start"
+            assert time.monotonic() < deadline, "worker did not start"
             time.sleep(0.1)
-        yield Stack(url, operator, tool_log)
+        yield Stack(gateway.url, gateway.operator, tool_log)
     finally:
         if worker is not None:
             stop_process(worker)
-        stop_process(gateway)
+        gateway.stop()
 
 
 def executed(stack: Stack, wid: str) -> list[tuple[str, dict[str, Any]]]:
