@@ -1,5 +1,6 @@
 """What the demo's agents do, hold and ask, on every backend: services, regions, tables,
-customers and the argument schemas of their interrupts (deploy, email, drop table, refund).
+customers and the argument schemas of their tool calls (deploy, email, drop table, refund,
+report).
 
 The DBOS demo's plans are built from these in ``console/demo/dbos/plans.py``; the Temporal demo
 agents use them in ``console/demo/temporal/agents.py``.
@@ -64,6 +65,17 @@ REFUND_SCHEMA: dict[str, Any] = {
         "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 5000},
         "currency": {"type": "string", "enum": ["EUR", "USD", "GBP"]},
         "reason": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+
+REPORT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["dataset", "format"],
+    "properties": {
+        "dataset": {"type": "string"},
+        "month": {"type": "string", "pattern": r"^\d{4}-\d{2}$"},
+        "format": {"type": "string", "enum": ["pdf", "csv"]},
     },
     "additionalProperties": False,
 }

@@ -9,9 +9,11 @@ keeps two demos from sharing one fleet database. The launcher
 2. writes a ``demo`` context (url, token, backends) into the config file and makes it current
    unless another context is current;
 3. starts the gateway (``python -m console.cli.app serve``) on port 7433, or a free port when
-   that one is busy, and waits until it answers;
-4. starts the fleet (``python -m console.demo.dbos.fleet --db PATH``) with ``IRQ_AGENT_URL`` and
-   ``IRQ_AGENT_TOKEN`` so its agents heartbeat to the gateway;
+   that one is busy, with the demo policy (``--policy console/demo/policy.toml``), and waits
+   until it answers;
+4. starts the fleet (``python -m console.demo.dbos.fleet --db PATH --guarded``) with
+   ``IRQ_AGENT_URL`` and ``IRQ_AGENT_TOKEN`` so its agents heartbeat to the gateway, receive
+   its policy and call their tools through the policy guard;
 5. opens the TUI (or, with ``--no-tui`` or when the TUI is not available, prints how to use
    the CLI and waits for SIGINT/SIGTERM);
 6. on exit stops every child it started by its pid (SIGTERM, then SIGKILL after a grace
@@ -62,6 +64,10 @@ STOP_GRACE_S = 10.0
 #: ``local``, the default of its backend URL) and the Restate handlers' (``restate:local``);
 #: Temporal's heartbeats are native, not pushed
 DEMO_AGENT_SCOPES = ("dbos:local", "restate:local")
+#: the context of the demo's backends as its agents name it (IRQ_AGENT_CONTEXT)
+DEMO_AGENT_CONTEXT = "local"
+#: the policy the demo's gateway runs on (its cases: policy_cases.toml next to it)
+DEMO_POLICY = Path(__file__).resolve().with_name("policy.toml")
 
 #: (name, module that must be importable, module exposing ``demo_extension``)
 EXTENSIONS: list[tuple[str, str, str]] = [
@@ -81,6 +87,10 @@ Use the command line:
   irq pause RUN --reason TEXT    then: irq resume RUN
   irq watch                      live events as JSON lines
   irq audit                      who did what, why, and what happened
+  irq policy show                the policy the demo runs on (console/demo/policy.toml)
+  irq policy explain --tool export_report --args '{"dataset":"monthly_summary"}' \
+      --agent analytics-agent --team research --data monthly_summary
+  irq obligations                obligations the agents' tool calls opened (CISO notices)
 Every listing takes -o json or -o jsonl; run `irq COMMAND --help` for details."""
 
 
@@ -415,6 +425,7 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Chi
     gateway = ChildProcess(
         name="gateway",
         argv=[sys.executable, "-m", "console.cli.app", "serve", "--host", HOST, "--port", str(port)]
+        + ["--policy", str(DEMO_POLICY)]
         + [a for b in backends for a in ("--backend", b)],
         log=paths.log("gateway"),
     )
@@ -423,12 +434,18 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Chi
     if problem:
         return _died(gateway, problem)
 
-    agent_env = {"IRQ_AGENT_URL": env.agent_url, "IRQ_AGENT_TOKEN": tokens.agent}
+    # the context names the demo's runs (``dbos:local/...``) in the obligations agents open
+    agent_env = {
+        "IRQ_AGENT_URL": env.agent_url,
+        "IRQ_AGENT_TOKEN": tokens.agent,
+        "IRQ_AGENT_CONTEXT": DEMO_AGENT_CONTEXT,
+    }
     fleet: ChildProcess | None = None
     if _importable("console.demo.dbos.fleet"):
         fleet = ChildProcess(
             name="fleet",
-            argv=[sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(paths.db)],
+            argv=[sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(paths.db)]
+            + ["--guarded"],
             log=paths.log("fleet"),
             env=agent_env,
         )

@@ -2,29 +2,40 @@
 
 One registered workflow, ``irq_demo_agent(plan)``, runs any plan, so a worker process only has
 to register it once; the plan (the workflow input) says which resources it holds, which
-journaled steps it runs and which interrupts it raises. Every step execution appends a line to
-the plan's execution log: tests count those lines to prove that journaled steps are replayed,
-not re-executed.
+journaled steps it runs, which tools it calls and which interrupts it raises. Every step
+execution appends a line to the plan's execution log: tests count those lines to prove that
+journaled steps are replayed, not re-executed (and that a refused tool never ran).
 
 Plan shape::
 
-    {"name": "release-train", "board": "/dir", "log": "/file.jsonl" | None,
+    {"name": "release-train", "agent": "deploy-agent", "team": "platform",
+     "guarded": true, "board": "/dir", "log": "/file.jsonl" | None,
      "interval_s": 2.0, "timeout_s": 10.0, "decision_poll_s": 1.0,
      "resources": [{"id", "kind", "on_pause", "on_cancel", "detail"}],
      "script": [{"step": "build", "seconds": 3.0},
+                {"tool": {"name", "step", "seconds", "args", "title", "args_schema", "data",
+                          "sensitive", "ask": {"description", "allowed", "timeout_s"} | None},
+                 "then": [{"step": "verify", "seconds": 2.0}]},
                 {"interrupt": {"title", "action", "args", "args_schema", "allowed",
                                "description", "timeout_s"},
                  "then": [{"step": "deploy", "seconds": 2.0}]}]}
+
+A ``tool`` item with ``guarded`` goes through the policy guard (``AgentRun.tool``): the gateway's
+policy permits it (it runs), prohibits it (it never runs; recorded) or asks for an approval (an
+interrupt naming the rule; it runs once on approve or edit, never on reject), and obligations
+open after it ran. Without ``guarded`` its ``ask``, if any, is raised as a plain interrupt first.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 from dbos import DBOS
 
 from backend_adapters.dbos.agent import AgentRun, DecisionReply, InterruptExpired
+from backend_adapters.policy_guard import ToolProhibited, ToolRejected
 from console.demo.dbos.reservations import ReservationBoard, append_log
 
 WORKFLOW_NAME = "irq_demo_agent"
@@ -42,6 +53,14 @@ def work(
     while (left := deadline - time.monotonic()) > 0:
         time.sleep(min(0.25, left))
     return {"step": step, "done_at": time.time()}
+
+
+def use_tool(
+    wid: str, step: str, seconds: float, log: str | None, /, **args: Any
+) -> dict[str, Any]:
+    """A tool's body: the journaled step ``step`` with the arguments it was finally called with
+    (an operator's edit included)."""
+    return {**work(wid, step, seconds, log, args), "args": args}
 
 
 def note_decision(wid: str, log: str | None, reply: dict[str, Any]) -> dict[str, Any]:
@@ -72,12 +91,18 @@ def irq_demo_agent(plan: dict[str, Any]) -> dict[str, Any]:
         interval_s=float(plan.get("interval_s", 2.0)),
         timeout_s=plan.get("timeout_s", 10.0),
         decision_poll_s=float(plan.get("decision_poll_s", 2.0)),
+        agent=str(plan.get("agent") or ""),
+        team=str(plan.get("team") or ""),
     ) as run:
         script = plan.get("script", [])
         for number, item in enumerate(script, start=1):
             run.set_progress(round((number - 1) / max(1, len(script)), 2))
             if "step" in item:
                 run.step(item["step"], work, wid, item["step"], item.get("seconds", 1.0), log, {})
+            elif "tool" in item and plan.get("guarded"):
+                decisions.append(_guarded_tool(run, wid, log, item))
+            elif "tool" in item:
+                decisions.append(_unguarded_tool(run, wid, log, item))
             elif "interrupt" in item:
                 decisions.append(_interrupt(run, wid, log, item))
         run.set_progress(1.0)
@@ -118,3 +143,57 @@ def _interrupt(run: AgentRun, wid: str, log: str | None, item: dict[str, Any]) -
             seconds = then.get("seconds", 1.0)
             run.step(then["step"], work, wid, then["step"], seconds, log, reply.args)
     return record
+
+
+def _guarded_tool(run: AgentRun, wid: str, log: str | None, item: dict[str, Any]) -> dict[str, Any]:
+    """The tool call through the policy guard; the outcome is journaled and logged."""
+    spec = item["tool"]
+    body = functools.partial(use_tool, wid, spec["step"], spec.get("seconds", 1.0), log)
+    record: dict[str, Any] = {"tool": spec["name"]}
+    try:
+        result = run.tool(
+            spec["name"],
+            body,
+            dict(spec.get("args") or {}),
+            data=tuple(spec.get("data") or ()),
+            sensitive=bool(spec.get("sensitive")),
+            args_schema=spec.get("args_schema"),
+            title=spec.get("title"),
+        )
+    except ToolProhibited as refused:
+        record.update(type="prohibited", rule=refused.decision.winner)
+    except ToolRejected as rejected:
+        record.update(type="rejected", feedback=rejected.feedback)
+    else:
+        record.update(type="ran", args=result.get("args"))
+    run.step(f"record {spec['name']} ({record['type']})", note_decision, wid, log, record)
+    if record["type"] == "ran":
+        for then in item.get("then", []):
+            seconds = then.get("seconds", 1.0)
+            run.step(then["step"], work, wid, then["step"], seconds, log, record["args"] or {})
+    return record
+
+
+def _unguarded_tool(
+    run: AgentRun, wid: str, log: str | None, item: dict[str, Any]
+) -> dict[str, Any]:
+    """Without the guard: the tool's ``ask`` (if any) as a plain interrupt, then the tool."""
+    spec = item["tool"]
+    ask = spec.get("ask")
+    if not ask:
+        args = dict(spec.get("args") or {})
+        run.step(spec["step"], work, wid, spec["step"], spec.get("seconds", 1.0), log, args)
+        for then in item.get("then", []):
+            run.step(then["step"], work, wid, then["step"], then.get("seconds", 1.0), log, args)
+        return {"tool": spec["name"], "type": "ran", "args": args}
+    interrupt = {
+        "title": spec["title"],
+        "description": ask.get("description", ""),
+        "action": spec["name"],
+        "args": spec.get("args") or {},
+        "args_schema": spec.get("args_schema"),
+        "allowed": ask.get("allowed", ["approve", "reject"]),
+        "timeout_s": ask.get("timeout_s"),
+    }
+    then = [{"step": spec["step"], "seconds": spec.get("seconds", 1.0)}, *item.get("then", [])]
+    return _interrupt(run, wid, log, {"interrupt": interrupt, "then": then})

@@ -1,6 +1,7 @@
 """The demo fleet: real DBOS agents on SQLite, with preemptions (``python -m``).
 
     python -m console.demo.dbos.fleet --db PATH [--agents N] [--workers W] [--preempt-every S]
+        [--guarded]
 
 A supervisor that runs W worker processes (console/demo/dbos/worker.py) sharing N agent lanes.
 Every ``--preempt-every`` seconds one worker is SIGKILLed (a spot eviction, say) and, after
@@ -8,7 +9,9 @@ Every ``--preempt-every`` seconds one worker is SIGKILLed (a spot eviction, say)
 runs first go silent (late, then lost, on the console), then DBOS recovers them
 (``recovery_attempts`` > 1: preempted), replaying journaled steps and re-running the step
 that was in flight. Agents heartbeat to the gateway named by IRQ_AGENT_URL / IRQ_AGENT_TOKEN
-(inherited by the workers). SIGTERM / SIGINT stop every worker by its pid, then exit.
+(inherited by the workers); with ``--guarded`` their tool calls go through the policy guard,
+so the gateway's policy (``irq serve --policy``) decides them. SIGTERM / SIGINT stop every
+worker by its pid, then exit.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Fleet:
     downtime_s: float = 15.0
     step_scale: float = 1.0
     log: Path | None = None
+    guarded: bool = False
     env: Mapping[str, str] | None = None
     members: list[Worker] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -73,6 +77,8 @@ class Fleet:
         ]  # fmt: skip
         if self.log:
             cmd += ["--log", str(self.log)]
+        if self.guarded:
+            cmd.append("--guarded")
         return cmd
 
     def _spawn(self, worker: Worker) -> None:
@@ -170,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--downtime", type=float, default=15.0, help="seconds a worker stays down")
     parser.add_argument("--step-scale", type=float, default=1.0, help="multiply step durations")
     parser.add_argument("--log", type=Path, help="JSON-lines execution log of every step")
+    parser.add_argument(
+        "--guarded",
+        action="store_true",
+        help="agents call their tools through the policy guard (the gateway's policy decides)",
+    )
     args = parser.parse_args(argv)
 
     fleet = Fleet(
@@ -180,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         downtime_s=args.downtime,
         step_scale=args.step_scale,
         log=args.log.resolve() if args.log else None,
+        guarded=args.guarded,
     )
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -1,9 +1,16 @@
-"""The DBOS demo fleet's plans: what each kind of agent does, holds and asks, in the plan shape
-``console/demo/dbos/agents.py`` interprets (journaled steps, resources, interrupts).
+"""The DBOS demo fleet's plans: what each kind of agent does, holds and calls, in the plan shape
+``console/demo/dbos/agents.py`` interprets (journaled steps, resources, tool calls, questions).
 
-Kinds rotate over lanes, so any fleet of 8 or more agents shows every kind: deploys waiting
-for approval, emails whose recipients an operator can edit, a table drop, a question for the
-user, and long GPU jobs that are worth pausing rather than cancelling.
+Kinds rotate over lanes, so any fleet of 10 or more agents shows every kind: prod deploys,
+emails whose recipients an operator can edit, a backup that may never be deleted and a table
+drop, a question for the user, refunds small and large, PHI reports (one by the research team,
+one by compliance), and long GPU jobs that are worth pausing rather than cancelling.
+
+Every agent has a name and a team (``agent``, ``team``): the demo policy
+(``console/demo/policy.toml``) decides on their tool calls by them. A ``tool`` item is a tool
+call: guarded (the worker's ``--guarded``, which ``irq demo`` sets), the policy decides whether
+it runs, is refused or waits for an approval; unguarded (a gateway without a policy), the item's
+``ask`` is raised as a plain interrupt before the tool runs, as the demo did before policies.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from console.demo.catalogue import (
     DROP_SCHEMA,
     EMAIL_SCHEMA,
     REFUND_SCHEMA,
+    REPORT_SCHEMA,
     SERVICES,
     TABLES,
 )
@@ -27,17 +35,51 @@ def _s(name: str, seconds: float) -> dict[str, Any]:
     return {"step": name, "seconds": seconds}
 
 
+def _tool(
+    name: str,
+    step: str,
+    seconds: float,
+    args: dict[str, Any],
+    *,
+    title: str,
+    ask: dict[str, Any] | None = None,
+    args_schema: dict[str, Any] | None = None,
+    data: list[str] | None = None,
+    sensitive: bool = False,
+) -> dict[str, Any]:
+    """A tool call item: ``step`` is the journaled step that does the work (``seconds`` long);
+    ``ask`` (description, allowed, timeout_s) is the plain interrupt raised before it when the
+    agent runs without the policy guard (no ``ask``: it just runs)."""
+    return {
+        "name": name,
+        "step": step,
+        "seconds": seconds,
+        "args": args,
+        "title": title,
+        "ask": ask,
+        "args_schema": args_schema,
+        "data": list(data or []),
+        "sensitive": sensitive,
+    }
+
+
+def _ask(description: str, allowed: list[str]) -> dict[str, Any]:
+    return {"description": description, "allowed": allowed, "timeout_s": 900}
+
+
 def release_train(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
     service = SERVICES[lane % len(SERVICES)]
     version = f"v2.{gen % 40}.{rng.randint(0, 9)}"
     return {
         "name": f"release-train/{service}",
+        "agent": "deploy-agent",
+        "team": "platform",
         "resources": [
             {
-                "id": f"deploy-lock/{service}",
+                "id": f"prod-deploy-lock/{service}",
                 "kind": "lock",
                 "on_pause": "release",
-                "detail": "one deploy per service",
+                "detail": "one prod deploy per service",
             },
             {
                 "id": f"ci-runner/{lane}",
@@ -51,11 +93,11 @@ def release_train(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
             _s("build", 5),
             _s("integration tests", 6),
             {
-                "interrupt": {
-                    "title": f"Deploy {service} {version} to prod?",
-                    "description": "All 412 integration tests passed; canary first.",
-                    "action": "deploy",
-                    "args": {
+                "tool": _tool(
+                    "deploy",
+                    "deploy canary",
+                    4,
+                    {
                         "service": service,
                         "version": version,
                         "environment": "prod",
@@ -63,11 +105,14 @@ def release_train(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
                         "canary_percent": 10,
                         "regions": ["eu-west-1"],
                     },
-                    "args_schema": DEPLOY_SCHEMA,
-                    "allowed": ["approve", "edit", "reject"],
-                    "timeout_s": 900,
-                },
-                "then": [_s("deploy canary", 4), _s("verify metrics", 4)],
+                    title=f"Deploy {service} {version} to prod?",
+                    ask=_ask(
+                        "All 412 integration tests passed; canary first.",
+                        ["approve", "edit", "reject"],
+                    ),
+                    args_schema=DEPLOY_SCHEMA,
+                ),
+                "then": [_s("verify metrics", 4)],
             },
         ],
     }
@@ -77,6 +122,8 @@ def outreach(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
     customer = CUSTOMERS[(lane + gen) % len(CUSTOMERS)]
     return {
         "name": f"outreach/{customer}",
+        "agent": "outreach-agent",
+        "team": "sales",
         "resources": [
             {
                 "id": f"email-quota/{lane}",
@@ -90,21 +137,25 @@ def outreach(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
             _s("research account", 4),
             _s("draft email", 5),
             {
-                "interrupt": {
-                    "title": f"Send renewal email to {customer}?",
-                    "description": "Draft mentions the 12% discount approved by sales.",
-                    "action": "send_email",
-                    "args": {
+                "tool": _tool(
+                    "send_email",
+                    "send email",
+                    2,
+                    {
                         "to": [f"cfo@{customer}"],
                         "cc": [f"am-team@{customer}"],
                         "subject": "Your renewal: 12% off until Friday",
                         "body": "Hi, following our call, here is the renewal offer...",
                     },
-                    "args_schema": EMAIL_SCHEMA,
-                    "allowed": ["approve", "edit", "reject"],
-                    "timeout_s": 900,
-                },
-                "then": [_s("send email", 2), _s("log to CRM", 2)],
+                    title=f"Send renewal email to {customer}?",
+                    ask=_ask(
+                        "Draft mentions the 12% discount approved by sales.",
+                        ["approve", "edit", "reject"],
+                    ),
+                    args_schema=EMAIL_SCHEMA,
+                    data=["customers"],
+                ),
+                "then": [_s("log to CRM", 2)],
             },
         ],
     }
@@ -114,6 +165,8 @@ def db_janitor(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
     table = TABLES[(lane + gen) % len(TABLES)]
     return {
         "name": f"db-janitor/{table}",
+        "agent": "db-maintenance",
+        "team": "platform",
         "resources": [
             {
                 "id": f"pg-lock/analytics.{table}",
@@ -125,32 +178,48 @@ def db_janitor(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
         ],
         "script": [
             _s("scan tables", 4),
+            # the policy never lets an agent delete a backup: refused and recorded, the run
+            # goes on (without the guard: pruned without asking, as before policies)
+            {
+                "tool": _tool(
+                    "delete_backup",
+                    "prune old backup",
+                    1,
+                    {"backup": f"s3://backups/{table}.2024.dump"},
+                    title=f"Delete the 2024 backup of {table}?",
+                    sensitive=True,
+                )
+            },
             _s("estimate savings", 3),
             {
-                "interrupt": {
-                    "title": f"Drop table analytics.{table}?",
-                    "description": "Not read for 412 days; snapshot taken.",
-                    "action": "drop_table",
-                    "args": {
+                "tool": _tool(
+                    "drop_table",
+                    "drop table",
+                    2,
+                    {
                         "database": "analytics",
                         "table": table,
                         "rows": rng.randint(10_000, 90_000_000),
                         "last_read": "2025-10-02",
                         "backup": f"s3://backups/{table}.dump",
                     },
-                    "args_schema": DROP_SCHEMA,
-                    "allowed": ["approve", "reject"],
-                    "timeout_s": 900,
-                },
-                "then": [_s("drop table", 2), _s("vacuum", 4)],
+                    title=f"Drop table analytics.{table}?",
+                    ask=_ask("Not read for 412 days; snapshot taken.", ["approve", "reject"]),
+                    args_schema=DROP_SCHEMA,
+                    sensitive=True,
+                ),
+                "then": [_s("vacuum", 4)],
             },
         ],
     }
 
 
 def research_assistant(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
+    # a question for the user, not a tool call: no policy decides it
     return {
         "name": "research-assistant",
+        "agent": "research-assistant",
+        "team": "research",
         "resources": [
             {
                 "id": f"gpu-a100-0/slice-{lane % 4}",
@@ -180,6 +249,8 @@ def research_assistant(lane: int, gen: int, rng: random.Random) -> dict[str, Any
 def fine_tune(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
     return {
         "name": "fine-tune/support-model",
+        "agent": "training-agent",
+        "team": "ml",
         "resources": [
             {
                 "id": f"gpu-h100-1/slice-{lane % 4}",
@@ -197,39 +268,87 @@ def fine_tune(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
 
 def support_refund(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
     customer = CUSTOMERS[(lane * 3 + gen) % len(CUSTOMERS)]
-    amount = rng.choice([120, 640, 980, 1450])
+    amount = rng.choice([250, 640, 980, 1450])
+
+    def refund(value: int, reason: str, step: str, *, asks: bool) -> dict[str, Any]:
+        ask = _ask(
+            "Order arrived damaged; photos attached to the ticket.", ["approve", "edit", "reject"]
+        )
+        return {
+            "tool": _tool(
+                "issue_refund",
+                step,
+                2,
+                {"customer": customer, "amount": value, "currency": "EUR", "reason": reason},
+                title=f"Refund {value} EUR to {customer}?",
+                ask=ask if asks else None,
+                args_schema=REFUND_SCHEMA,
+            )
+        }
+
     return {
         "name": f"support-triage/{customer}",
+        "agent": "billing-agent",
+        "team": "finance",
         "resources": [
             {"id": f"zendesk-session/{lane}", "kind": "connection", "on_pause": "release"},
         ],
         "script": [
             _s("read ticket", 3),
+            # unguarded, a shipping refund never asked
+            refund(40, "late delivery", "refund shipping", asks=False),
             _s("check order history", 4),
             {
-                "interrupt": {
-                    "title": f"Refund {amount} EUR to {customer}?",
-                    "description": "Order arrived damaged; photos attached to the ticket.",
-                    "action": "issue_refund",
-                    "args": {
-                        "customer": customer,
-                        "amount": amount,
-                        "currency": "EUR",
-                        "reason": "damaged on arrival",
-                    },
-                    "args_schema": REFUND_SCHEMA,
-                    "allowed": ["approve", "edit", "reject"],
-                    "timeout_s": 900,
-                },
-                "then": [_s("issue refund", 2), _s("reply to customer", 2)],
+                **refund(amount, "damaged on arrival", "issue refund", asks=True),
+                "then": [_s("reply to customer", 2)],
             },
         ],
     }
 
 
+def phi_report(agent: str, team: str) -> Callable[[int, int, random.Random], dict[str, Any]]:
+    """A monthly report over ``monthly_summary`` (derived from cohort_stats, derived from the
+    PHI dataset ``patients``): the export needs approval and, outside the compliance team,
+    obliges a notice to the CISO within 10 minutes."""
+
+    def plan(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
+        month = f"2026-{(gen % 12) + 1:02d}"
+        return {
+            "name": f"{agent.removesuffix('-agent')}-report/{month}",
+            "agent": agent,
+            "team": team,
+            "resources": [
+                {"id": f"warehouse-session/{lane}", "kind": "connection", "on_pause": "release"},
+            ],
+            "script": [
+                _s("aggregate cohorts", 4),
+                {
+                    "tool": _tool(
+                        "export_report",
+                        "export report",
+                        2,
+                        {"dataset": "monthly_summary", "month": month, "format": "pdf"},
+                        title=f"Export the {month} monthly summary?",
+                        ask=_ask(
+                            "Built from cohort statistics of patient records.",
+                            ["approve", "edit", "reject"],
+                        ),
+                        args_schema=REPORT_SCHEMA,
+                        data=["monthly_summary"],
+                    ),
+                    "then": [_s("publish report", 2)],
+                },
+            ],
+        }
+
+    return plan
+
+
 def data_ingest(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
     return {
         "name": "ingest/clickstream",
+        "agent": "ingest-agent",
+        "team": "data",
         "resources": [
             {"id": f"kafka-consumer/{lane}", "kind": "connection", "on_pause": "release"},
             {
@@ -246,6 +365,8 @@ def data_ingest(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
 def eval_runner(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
     return {
         "name": "eval-runner/regression-suite",
+        "agent": "eval-agent",
+        "team": "ml",
         "resources": [
             {"id": f"gpu-a100-2/slice-{lane % 4}", "kind": "gpu", "on_pause": "keep"},
             {
@@ -269,6 +390,8 @@ KINDS: list[tuple[str, Callable[[int, int, random.Random], dict[str, Any]]]] = [
     ("ingest", data_ingest),
     ("support", support_refund),
     ("eval", eval_runner),
+    ("analytics", phi_report("analytics-agent", "research")),
+    ("compliance", phi_report("compliance-agent", "compliance")),
 ]
 
 
@@ -285,18 +408,25 @@ def plan_for(
     step_scale: float = 1.0,
     interval_s: float = 2.0,
     timeout_s: float = 10.0,
+    guarded: bool = False,
 ) -> dict[str, Any]:
     rng = random.Random(lane * 7919 + gen)
     plan = KINDS[lane % len(KINDS)][1](lane, gen, rng)
 
     def scale(items: list[dict[str, Any]]) -> None:
         for item in items:
-            if "seconds" in item:
-                item["seconds"] = round(item["seconds"] * step_scale, 2)
+            for part in (item, item.get("tool") or {}):
+                if "seconds" in part:
+                    part["seconds"] = round(part["seconds"] * step_scale, 2)
             scale(item.get("then", []))
 
     scale(plan["script"])
     plan.update(
-        board=board, log=log, interval_s=interval_s, timeout_s=timeout_s, decision_poll_s=1.0
+        board=board,
+        log=log,
+        interval_s=interval_s,
+        timeout_s=timeout_s,
+        decision_poll_s=1.0,
+        guarded=guarded,
     )
     return plan

@@ -1,6 +1,7 @@
 """One demo worker process: a DBOS executor running agent "lanes" (``python -m``).
 
-    python -m console.demo.dbos.worker --db PATH --executor-id demo-worker-1 --lanes 0,3,6
+    python -m console.demo.dbos.worker --db PATH --executor-id demo-worker-1 --lanes 0,3,6 \
+        [--guarded]
 
 ``--db`` is a SQLite file, or a database URL (``postgresql://user@host/db``, which then
 needs ``--board``).
@@ -9,7 +10,9 @@ Each lane keeps one agent alive: it starts workflow ``<kind>-<lane>-<gen>``, wai
 active or paused, then starts the next generation. A worker restarted with the same executor
 id (and the pinned application version) recovers its PENDING workflows itself, so the lanes
 simply wait on them. The worker also serves the ``irq-demo`` queue, so tests and tools can
-enqueue plans for ``irq_demo_agent`` with a DBOSClient.
+enqueue plans for ``irq_demo_agent`` with a DBOSClient. With ``--guarded`` the lanes' agents call
+their tools through the policy guard (the gateway's policy decides); without it they raise the
+plain interrupts the demo raised before policies (for a gateway that runs without one).
 
 SIGTERM/SIGINT end the process at once, like a preemption: running workflows stay PENDING and
 are recovered when a worker with this executor id starts again.
@@ -95,6 +98,7 @@ class Lane:
                     step_scale=self.settings["step_scale"],
                     interval_s=self.settings["interval_s"],
                     timeout_s=self.settings["timeout_s"],
+                    guarded=self.settings["guarded"],
                 )
                 with SetWorkflowID(f"{self.prefix}{gen:04d}"):
                     DBOS.start_workflow(irq_demo_agent, plan)
@@ -125,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queue", default=QUEUE, help=f"queue to serve (default {QUEUE})")
     parser.add_argument("--queue-poll", type=float, default=1.0)
     parser.add_argument("--watch-parent", action="store_true")
+    parser.add_argument(
+        "--guarded", action="store_true", help="tool calls go through the policy guard"
+    )
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -153,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         "step_scale": args.step_scale,
         "interval_s": args.interval,
         "timeout_s": args.timeout,
+        "guarded": args.guarded,
     }
     lanes = [int(x) for x in args.lanes.split(",") if x.strip()]
     for lane in lanes:
