@@ -30,18 +30,24 @@ from console.model import Decision, DecisionKind, Role
 from console.processes import stop_process
 from tests.support.crashable_gateway import ROOT, CrashableGateway
 from tests.support.dbos_policy_agent import APP_VERSION, QUEUE, WORKFLOW_NAME
+from tests.support.dbos_record import read_record
 
 POLICY_FILE = ROOT / "tests" / "support" / "dbos_policy.toml"
 AGENT_SCRIPT = ROOT / "tests" / "support" / "dbos_policy_agent.py"
 
 
 class PolicyGateway(CrashableGateway):
-    """``irq serve --policy tests/support/dbos_policy.toml`` (restartable on its port)."""
+    """``irq serve --policy FILE`` (a copy of tests/support/dbos_policy.toml; restartable)."""
+
+    def __init__(self, home: Path, backend: str) -> None:
+        super().__init__(home, backend)
+        self.policy = home / "policy.toml"
+        self.policy.write_text(POLICY_FILE.read_text())
 
     def start(self, crash_at: str | None = None) -> None:
         assert crash_at is None
         cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-               "--backend", self.backend, "--policy", str(POLICY_FILE)]  # fmt: skip
+               "--backend", self.backend, "--policy", str(self.policy)]  # fmt: skip
         env = {**os.environ, "IRQ_HOME": str(self.home)}
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
@@ -91,6 +97,7 @@ class PolicyAgent:
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         out = self.root / "agent.out"
+        offset = out.stat().st_size if out.exists() else 0
         env = {k: v for k, v in os.environ.items() if not k.startswith("IRQ_AGENT_")}
         with out.open("ab") as sink:
             self.process = subprocess.Popen(
@@ -100,11 +107,16 @@ class PolicyAgent:
                 stdout=sink,
                 stderr=sink,
             )
-        _wait_for_line(out, "ready (pid", self.process, offset=0)
+        _wait_for_line(out, "ready (pid", self.process, offset=offset)
 
     def stop(self) -> None:
         if self.process:
             stop_process(self.process)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
 
     def run(self, calls: list[dict[str, Any]], **plan: Any) -> str:
         wid = f"p-{uuid.uuid4().hex[:10]}"
@@ -304,3 +316,58 @@ async def test_without_a_policy_a_sensitive_call_is_refused_and_a_plain_call_run
     assert outcomes[0]["winner"] is None
     assert outcomes[0]["explanation"][0] == "no policy received: sensitive tool fails closed"
     assert [e["tool"] for e in agent.side_effects(wid)] == ["lookup"]
+
+
+async def _policy_version(client: GatewayClient, old: str | None, timeout_s: float = 20) -> str:
+    """The gateway's policy version once it differs from ``old``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        version = str((await client.query("policy"))["version"])
+        if version != old:
+            return version
+        assert time.monotonic() < deadline, f"the gateway did not reload (still {old})"
+        await asyncio.sleep(0.3)
+
+
+FREEZE = """
+[[rules]]
+id = "refund-freeze"
+modality = "prohibit"
+action = ["refund"]
+priority = 10
+description = "refunds are frozen"
+"""
+
+
+async def test_a_recovered_run_reuses_its_journaled_decision_after_the_policy_changed(
+    setup: tuple[PolicyGateway, PolicyAgent],
+) -> None:
+    gateway, agent = setup
+    original = gateway.policy.read_text()
+    wid = agent.run([{"tool": "refund", "args": {"amount": 250}}])
+    async with GatewayClient(gateway.url, gateway.tokens["operator"]) as client:
+        before = (await _pending(client, wid)).id
+        version = await _policy_version(client, None)
+        agent.kill()  # while the run waits for the approval
+        gateway.policy.write_text(original + FREEZE)  # refunds are now prohibited
+        frozen = await _policy_version(client, version)
+        agent.start()  # recovers the run: the decision step replays, nothing re-evaluated
+        try:
+            fresh = agent.run([{"tool": "refund", "args": {"amount": 250}}])
+            outcome = [e for e in await agent.finished(fresh) if e["kind"] == "outcome"]
+            assert outcome[0]["type"] == "prohibited" and outcome[0]["winner"] == "refund-freeze"
+            again = await _pending(client, wid)
+            assert again.id == before and again.policy is not None
+            assert again.policy.rule == "refund-large"
+            assert again.policy.policy_version == version != frozen
+            (done,) = await client.command(
+                "decide", [again.id], decision=Decision(kind=DecisionKind.APPROVE)
+            )
+            assert done.outcome == "applied", done
+            await agent.finished(wid)
+        finally:
+            gateway.policy.write_text(original)
+            await _policy_version(client, frozen)
+    assert [e["args"] for e in agent.side_effects(wid)] == [{"amount": 250}]
+    steps = read_record(agent.db, wid).steps
+    assert steps.count("irq.policy:refund") == 1, steps
