@@ -44,10 +44,10 @@ from console.model import (
 )
 from console.terminal_text import terminal_safe
 from console.tui.command_line import parse_command
-from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource, obligation_book
+from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
-from console.tui.obligation_book import OPEN_STATES, ObligationBook, due_text
+from console.tui.obligation_book import OPEN_STATES, due_text, overdue_count
 from console.tui.palette import IrqCommands
 from console.tui.run_rows import SORT_CYCLE, RunRowIndex
 from console.tui.screens.audit import AuditScreen
@@ -137,10 +137,6 @@ class IrqApp(App[None]):
     @property
     def view(self) -> FleetView:
         return self.source.view
-
-    @property
-    def obligations(self) -> ObligationBook:
-        return obligation_book(self.source.view)
 
     def get_line_filters(self) -> list[LineFilter]:
         """Textual's filters, then the one that keeps escape sequences in foreign text inert
@@ -308,7 +304,7 @@ class IrqApp(App[None]):
             runs=len(self.view.runs),
             pending=sum(1 for i in self.view.interrupts.values() if i.status == "pending"),
             view=view_name,
-            overdue=self.obligations.overdue_count(now),
+            overdue=overdue_count(self.view.obligations.values(), now),
         )
 
     # -------------------------------------------------------------- navigation
@@ -554,7 +550,7 @@ class IrqApp(App[None]):
         if not allowed:
             self.notify(f"{verb}: {why}", title="Not allowed", severity="error")
             return
-        ob = self.obligations.obligations.get(obligation_id)
+        ob = self.view.obligations.get(obligation_id)
         if ob is None or ob.state not in OPEN_STATES:
             self.notify(f"{obligation_id} is not open", severity="warning")
             return
@@ -572,7 +568,7 @@ class IrqApp(App[None]):
             self._mutation_done()
 
     async def _obligation_steps(self, verb: str, obligation_id: str) -> None:
-        ob = self.obligations.obligations[obligation_id]
+        ob = self.view.obligations[obligation_id]
         now = self.clock()
         head = Text()
         head.append(f"{terminal_safe(ob.what or '(no description)')}\n", style="bold")
@@ -599,18 +595,14 @@ class IrqApp(App[None]):
             return
         name = f"obligation_{verb}"
         try:
-            command: Action | str = Action(name)
-        except ValueError:
-            command = name  # the model has no member for it: sent by name
-        try:
-            results = await self.source.command(command, [obligation_id],
-                                                reason=outcome.reason)
-        except ValueError as exc:  # a client that only sends the actions it knows
-            results = [CommandResult(id="", action=name, target=obligation_id,
-                                     outcome="failed", detail=str(exc))]
+            results = await self.source.named_command(name, [obligation_id],
+                                                      reason=outcome.reason)
         except GatewayError as exc:
+            unknown = f" {self.glyphs.dash} it may or may not have been applied: check :audit"
             results = [CommandResult(id="", action=name, target=obligation_id,
-                                     outcome="failed", detail=exc.message, error=exc.code)]
+                                     outcome="failed", error=exc.code,
+                                     detail=exc.message + (unknown if exc.code == "unreachable"
+                                                           else ""))]
         if not results:
             results = [CommandResult(id="", action=name, target=obligation_id,
                                      outcome="failed",

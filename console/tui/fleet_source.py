@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,33 +33,9 @@ from console.model import (
     utcnow,
 )
 from console.semantics import plan as compute_plan
-from console.tui.obligation_book import ObligationBook
 
 UpdateCallback = Callable[[FleetView, list[dict[str, Any]]], Awaitable[None] | None]
 StatusCallback = Callable[[ConnectionStatus], Awaitable[None] | None]
-
-
-@dataclass
-class PolicyFleetView(FleetView):
-    """The fleet view plus the policy layer's obligations and policy version (the snapshot's
-    ``obligations``, ``obligation`` and ``policy`` events), for the obligations screen."""
-
-    book: ObligationBook = field(default_factory=ObligationBook)
-
-    def load_snapshot(self, frame: dict[str, Any]) -> None:
-        super().load_snapshot(frame)
-        self.book.load_snapshot(frame)
-
-    def apply(self, event: dict[str, Any]) -> bool:
-        if not super().apply(event):
-            return False
-        self.book.apply(event.get("kind"), event.get("data"))
-        return True
-
-
-def obligation_book(view: FleetView) -> ObligationBook:
-    """The view's obligations (an empty book for a plain view)."""
-    return view.book if isinstance(view, PolicyFleetView) else ObligationBook()
 
 
 class FleetSource(Protocol):
@@ -87,6 +62,11 @@ class FleetSource(Protocol):
         decision: Decision | None = None,
     ) -> list[CommandResult]: ...
 
+    async def named_command(self, action: str, targets: list[str], *,
+                            reason: str = "") -> list[CommandResult]:
+        """A command that is not a run action (``obligation_fulfil``, ``obligation_waive``)."""
+        ...
+
     async def query(self, what: str, **params: Any) -> Any: ...
 
     async def ping(self) -> float | None: ...
@@ -98,7 +78,7 @@ class LiveSource:
     def __init__(self, url: str, token: str | None) -> None:
         self.url = url
         self.token = token
-        self.view: FleetView = PolicyFleetView()
+        self.view = FleetView()
         self._session: LiveSession | None = None
         self._role = ""
         self._identity = ""
@@ -121,7 +101,7 @@ class LiveSource:
         self._session = LiveSession(
             self.url, self.token, client="irq-tui", on_update=on_update, on_status=on_status
         )
-        self._session.view = self.view = PolicyFleetView()
+        self.view = self._session.view
         await self._session.run()
 
     def stop(self) -> None:
@@ -147,6 +127,10 @@ class LiveSource:
             action, targets, reason=reason, dry_run=dry_run, decision=decision
         )
 
+    async def named_command(self, action: str, targets: list[str], *,
+                            reason: str = "") -> list[CommandResult]:
+        return await self._client().named_command(action, targets, reason=reason)
+
     async def query(self, what: str, **params: Any) -> Any:
         return await self._client().query(what, **params)
 
@@ -170,7 +154,7 @@ class RecordedSource:
     def __init__(self, data: dict[str, Any], *, url: str = "recorded") -> None:
         self.url = url
         self.data = data
-        self.view: FleetView = PolicyFleetView()
+        self.view = FleetView()
         self.view.load_snapshot(data.get("snapshot") or {})
         self.view.audit = [AuditEntry.model_validate(a) for a in data.get("audit", [])]
         self._role = str(data.get("role") or "operator")
@@ -225,6 +209,11 @@ class RecordedSource:
                           detail=detail, plan=plan)
             for t in targets
         ]
+
+    async def named_command(self, action: str, targets: list[str], *,
+                            reason: str = "") -> list[CommandResult]:
+        return [CommandResult(id="recorded", action=action, target=t, outcome="forbidden",
+                              detail="recorded data: nothing was sent") for t in targets]
 
     async def query(self, what: str, **params: Any) -> Any:
         if what == "run":

@@ -1,5 +1,5 @@
-"""The console's copy of the gateway's obligations (and the policy version it runs), kept from
-the snapshot's ``obligations`` and ``obligation`` / ``policy`` events. Pure: no widgets.
+"""How the console orders and words obligations (the client's ``FleetView.obligations``, kept
+from the snapshot and ``obligation`` events). Pure: no widgets.
 
 Order on screen: overdue first (most overdue first), then open (due soonest first, no
 deadline last), then recently closed (fulfilled or waived, newest first). An open
@@ -9,15 +9,13 @@ gateway's scanner to say so.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
-
-from pydantic import ValidationError
 
 from console.policy.model import Obligation, ObligationState
 from console.tui.state_display import format_age
 
-CLOSED_KEPT = 500  # fulfilled / waived obligations kept in memory (the gateway sends 200)
 OPEN_STATES = ("open", "overdue")
 
 
@@ -42,69 +40,28 @@ def _closed_at(ob: Obligation) -> datetime:
     return ob.due_at or ob.created_at
 
 
-class ObligationBook:
-    """Obligations by id, and the version of the policy the gateway enforces."""
+def ordered(obligations: Iterable[Obligation], now: datetime) -> list[Obligation]:
+    overdue: list[Obligation] = []
+    open_: list[Obligation] = []
+    closed: list[Obligation] = []
+    for ob in obligations:
+        state = effective_state(ob, now)
+        (overdue if state == "overdue" else open_ if state == "open" else closed).append(ob)
+    overdue.sort(key=lambda o: (o.due_at or o.created_at, o.id))
+    open_.sort(key=lambda o: (o.due_at is None, o.due_at or o.created_at, o.id))
+    closed.sort(key=lambda o: (_closed_at(o), o.id), reverse=True)
+    return overdue + open_ + closed
 
-    def __init__(self) -> None:
-        self.obligations: dict[str, Obligation] = {}
-        self.policy_version: str | None = None
-        self.policy_source: str = ""
 
-    def load_snapshot(self, frame: dict[str, Any]) -> None:
-        self.obligations = {}
-        for raw in frame.get("obligations") or []:
-            self._upsert(raw)
-        policy = frame.get("policy")
-        if isinstance(policy, dict):
-            self._policy(policy)
+def overdue_count(obligations: Iterable[Obligation], now: datetime) -> int:
+    return sum(1 for o in obligations if effective_state(o, now) == "overdue")
 
-    def apply(self, kind: object, data: object) -> bool:
-        """Apply one event; True when it was an obligation or policy event."""
-        if not isinstance(data, dict):
-            return False
-        if kind == "obligation":
-            self._upsert(data)
-            self._trim()
-            return True
-        if kind == "policy":
-            self._policy(data)
-            return True
-        return False
 
-    def _upsert(self, raw: object) -> None:
-        try:
-            ob = Obligation.model_validate(raw)
-        except ValidationError:
-            return  # a malformed obligation never hides the others
-        self.obligations[ob.id] = ob
+def open_count(obligations: Iterable[Obligation]) -> int:
+    return sum(1 for o in obligations if o.state in OPEN_STATES)
 
-    def _policy(self, data: dict[str, Any]) -> None:
-        version = data.get("version")
-        self.policy_version = str(version) if version else None
-        self.policy_source = str(data.get("source") or "")
 
-    def _trim(self) -> None:
-        closed = [o for o in self.obligations.values() if o.state not in OPEN_STATES]
-        if len(closed) <= CLOSED_KEPT:
-            return
-        closed.sort(key=_closed_at)
-        for ob in closed[: len(closed) - CLOSED_KEPT]:
-            del self.obligations[ob.id]
-
-    def ordered(self, now: datetime) -> list[Obligation]:
-        overdue: list[Obligation] = []
-        open_: list[Obligation] = []
-        closed: list[Obligation] = []
-        for ob in self.obligations.values():
-            state = effective_state(ob, now)
-            (overdue if state == "overdue" else open_ if state == "open" else closed).append(ob)
-        overdue.sort(key=lambda o: (o.due_at or o.created_at, o.id))
-        open_.sort(key=lambda o: (o.due_at is None, o.due_at or o.created_at, o.id))
-        closed.sort(key=lambda o: (_closed_at(o), o.id), reverse=True)
-        return overdue + open_ + closed
-
-    def overdue_count(self, now: datetime) -> int:
-        return sum(1 for o in self.obligations.values() if effective_state(o, now) == "overdue")
-
-    def open_count(self) -> int:
-        return sum(1 for o in self.obligations.values() if o.state in OPEN_STATES)
+def policy_version(policy: Mapping[str, Any] | None) -> str | None:
+    """The version of the policy the gateway enforces (its snapshot / ``policy`` event)."""
+    version = (policy or {}).get("version")
+    return str(version) if version else None

@@ -18,8 +18,7 @@ from typing import Any
 from test_snapshots import not_ascii, screen_text
 from tui_pilot import type_text, until
 
-from console.client import FleetView
-from console.model import Action, CommandResult, Decision
+from console.model import CommandResult
 from console.tui.app import IrqApp
 from console.tui.fleet_source import RecordedSource, StatusCallback, UpdateCallback
 from console.tui.screens.help import HelpScreen
@@ -43,13 +42,13 @@ def obligation(ob_id: str, run_id: str, what: str, at: datetime, due_in_s: float
 
 
 class PolicyFleet(RecordedSource):
-    """The recorded fleet plus policy data; commands are kept (``sent``) and answered
+    """The recorded fleet plus policy data; named commands are kept (``sent``) and answered
     ``applied``, and ``push`` delivers events the way the live session does (applied to the
-    view, then handed to the app)."""
+    client's view, then handed to the app)."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         super().__init__(data, url="recorded")
-        self.sent: list[tuple[str, list[str], str, bool]] = []
+        self.sent: list[tuple[str, list[str], str]] = []
         self._on_update: UpdateCallback | None = None
 
     async def run(self, on_update: UpdateCallback, on_status: StatusCallback) -> None:
@@ -65,12 +64,11 @@ class PolicyFleet(RecordedSource):
         assert self._on_update is not None, "the app has not started the feed"
         self._on_update(self.view, applied)
 
-    async def command(self, action: Action | str, targets: list[str], *, reason: str = "",
-                      dry_run: bool = False,
-                      decision: Decision | None = None) -> list[CommandResult]:
-        self.sent.append((str(action), list(targets), reason, dry_run))
-        return [CommandResult(id="k1", action=str(action), target=t, outcome="applied",
-                              detail=f"{action} recorded") for t in targets]
+    async def named_command(self, action: str, targets: list[str], *,
+                            reason: str = "") -> list[CommandResult]:
+        self.sent.append((action, list(targets), reason))
+        return [CommandResult(id="k1", action=action, target=t, outcome="applied",
+                              detail=f"{action} sent") for t in targets]
 
 
 def policy_data() -> tuple[dict[str, Any], datetime]:
@@ -131,10 +129,6 @@ async def open_obligations(pilot: Any) -> ObligationsScreen:
     return screen
 
 
-def view_of(app: IrqApp) -> FleetView:
-    return app.source.view
-
-
 async def test_obligations_screen_orders_the_snapshot_and_follows_obligation_events():
     app, source, at = policy_app()
     run_ids = list(source.data["runs"])
@@ -187,8 +181,7 @@ async def test_fulfil_sends_the_note_after_confirm_and_waive_needs_a_note():
         assert app.focused is not None and app.focused.id == "yes"
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ResultsDialog), "the results")
-        assert source.sent == [("obligation_fulfil", [overdue], "legal informed by mail",
-                                False)]
+        assert source.sent == [("obligation_fulfil", [overdue], "legal informed by mail")]
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is screen and not app.mutation_pending,
                     "back on the obligations screen")

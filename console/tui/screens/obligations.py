@@ -19,7 +19,15 @@ from console.policy.model import Obligation, ObligationState
 from console.terminal_text import terminal_safe
 from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
-from console.tui.obligation_book import OPEN_STATES, ObligationBook, due_text, effective_state
+from console.tui.obligation_book import (
+    OPEN_STATES,
+    due_text,
+    effective_state,
+    open_count,
+    ordered,
+    overdue_count,
+    policy_version,
+)
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.table_fit import fit_columns
 
@@ -99,8 +107,8 @@ class ObligationsScreen(ViewScreen):
         return self.query_one("#obligations-table", DataTable)
 
     @property
-    def book(self) -> ObligationBook:
-        return self.irq.obligations
+    def obligations(self) -> dict[str, Obligation]:
+        return self.irq.view.obligations
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -124,7 +132,7 @@ class ObligationsScreen(ViewScreen):
     # ----------------------------------------------------------------- data
 
     def _items(self, now: datetime) -> list[Obligation]:
-        items = self.book.ordered(now)
+        items = ordered(self.obligations.values(), now)
         if self._filter:
             words = self._filter.lower().split()
             items = [o for o in items if all(
@@ -151,15 +159,16 @@ class ObligationsScreen(ViewScreen):
         self.refresh_bindings()
 
     def _draw_title(self, now: datetime, shown: int) -> None:
-        book = self.book
-        overdue = book.overdue_count(now)
-        title = Text(f" Obligations: {book.open_count()} open", style="bold")
+        obligations = self.obligations.values()
+        overdue = overdue_count(obligations, now)
+        title = Text(f" Obligations: {open_count(obligations)} open", style="bold")
         if overdue:
             title.append(f", {overdue} overdue", style="bold red")
         if self._filter:
             title.append(terminal_safe(f"  /{self._filter} ({shown} shown)"))
-        if book.policy_version:
-            title.append(terminal_safe(f"  policy {book.policy_version}"), style="dim")
+        version = policy_version(self.irq.view.policy)
+        if version:
+            title.append(terminal_safe(f"  policy {version}"), style="dim")
         self.query_one("#obligations-title", Static).update(title)
 
     def _selected_key(self) -> str | None:
@@ -174,7 +183,7 @@ class ObligationsScreen(ViewScreen):
 
     def selected_obligation(self) -> Obligation | None:
         key = self._selected_key()
-        return self.book.obligations.get(key) if key is not None else None
+        return self.obligations.get(key) if key is not None else None
 
     def selected_run_ids(self) -> list[str]:
         return []
@@ -202,7 +211,7 @@ class ObligationsScreen(ViewScreen):
             return
         none = self.irq.glyphs.none
         for ob_id in self._shown:
-            ob = self.book.obligations.get(ob_id)
+            ob = self.obligations.get(ob_id)
             if ob is not None and ob.state in OPEN_STATES:
                 self.table.update_cell(ob_id, "state", state_cell(ob, now))
                 self.table.update_cell(ob_id, "due", due_cell(ob, now, none))
