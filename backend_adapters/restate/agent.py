@@ -273,22 +273,23 @@ async def guarded_tool(
     if decision.outcome == "prohibit":
         raise ToolProhibitedError(tool, raw)
     final_args = dict(args)
-    if decision.outcome == "require_approval" and decision.approval is not None:
-        rule = decision.approval.rule
+    if decision.outcome == "require_approval":
+        asked = policy_guard.approval_request(tool, final_args, decision, args_schema=args_schema)
         answer = await ask(
             ctx,
-            f"{tool}: approval required by {rule}",
+            asked.title,
             action=tool,
             args=final_args,
-            args_schema=args_schema,
-            allowed_decisions=list(decision.approval.decisions),
-            description=decision.approval.description,
+            args_schema=asked.args_schema,
+            allowed_decisions=asked.allowed_decisions,
+            description=asked.description,
             interrupt_id=f"{tool}-{call_id}",
-            policy=policy_guard.interrupt_policy(decision),
+            policy=asked.policy,
         )
         kind = answer.get("type")
         if kind not in ("approve", "edit"):
-            raise ToolRejectedError(tool, rule, answer.get("feedback") or answer.get("response"))
+            feedback = answer.get("feedback") or answer.get("response")
+            raise ToolRejectedError(tool, str(asked.policy["rule"]), feedback)
         if kind == "edit" and isinstance(answer.get("args"), dict):
             final_args = dict(answer["args"])
     result = await ctx.run_typed(tool, fn, **final_args)
