@@ -43,10 +43,10 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -62,6 +62,7 @@ log = logging.getLogger("irq.agent.langgraph")
 DecisionName = Literal["approve", "edit", "reject", "respond"]
 ALL: tuple[DecisionName, ...] = ("approve", "edit", "reject", "respond")
 ENV_CONTEXT = "IRQ_AGENT_CONTEXT"
+R = TypeVar("R")
 
 
 def _checked_schema(args_schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -83,8 +84,10 @@ def inbox_request(
     description: str = "",
     allowed: Sequence[DecisionName] = ALL,
     args_schema: Mapping[str, Any] | None = None,
+    policy: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An Agent Inbox ``HumanInterrupt`` (plus irq's ``args_schema`` key).
+    """An Agent Inbox ``HumanInterrupt`` (plus irq's ``args_schema`` key, and ``policy``: the
+    rule that requires the approval, when a policy guard raises it).
 
     ``allowed`` becomes the ``allow_*`` flags: approve -> ``allow_accept``, edit ->
     ``allow_edit``, respond -> ``allow_respond``, reject -> ``allow_ignore`` and, so that the
@@ -106,6 +109,8 @@ def inbox_request(
     schema = _checked_schema(args_schema)
     if schema is not None:
         request[KEY_ARGS_SCHEMA] = schema
+    if policy is not None:
+        request["policy"] = dict(policy)
     return request
 
 
@@ -160,15 +165,101 @@ def ask(
     description: str = "",
     allowed: Sequence[DecisionName] = ALL,
     args_schema: Mapping[str, Any] | None = None,
+    policy: Mapping[str, Any] | None = None,
 ) -> HumanReply:
     """``interrupt()`` with an Agent Inbox request; the human's reply. Call it inside a node
     (it stops the run; the node runs again from its start when the reply comes)."""
     from langgraph.types import interrupt
 
     request = inbox_request(
-        action, args, description=description, allowed=allowed, args_schema=args_schema
+        action,
+        args,
+        description=description,
+        allowed=allowed,
+        args_schema=args_schema,
+        policy=policy,
     )
     return HumanReply.from_inbox(interrupt(request), proposed=args)
+
+
+# ------------------------------------------------------------------ policy guard
+
+
+def guarded_tool(
+    tool: str,
+    args: Mapping[str, Any],
+    fn: Callable[..., R],
+    *,
+    agent: str,
+    team: str = "",
+    data: Sequence[str] = (),
+    sensitive: bool = False,
+    args_schema: Mapping[str, Any] | None = None,
+    context: str | None = None,
+    node: NodeContext | None = None,
+) -> R:
+    """Call ``fn(**args)`` inside a node if irq's policy allows it.
+
+    The decision is evaluated in the node, before any ``interrupt()``: prohibit ->
+    ``policy_guard.ToolProhibited`` (``fn`` never runs); require_approval -> :func:`ask` with
+    the rule in the request (``policy``), reject or respond (one wire value in the Agent Inbox
+    shape; the text is the feedback) -> ``policy_guard.ToolRejected``, approve / edit ->
+    ``fn`` runs with the final args; then the call's obligations are opened. LangGraph
+    journals no decision: when the node runs again after the reply, the call is evaluated
+    again under the policy of that moment (a decision reported twice has the same call id,
+    ``<node>:t<n>`` with n counting the node's guarded calls in this Agent Server run, and
+    the gateway keeps one).
+    """
+    from backend_adapters import policy_guard
+
+    where = node or NodeContext.current()
+    key = where.run_id or where.thread_id
+    if key not in _guarded_calls and len(_guarded_calls) >= 1000:
+        _guarded_calls.pop(next(iter(_guarded_calls)))
+    calls = _guarded_calls.setdefault(key, {})
+    n = calls[where.node] = calls.get(where.node, 0) + 1
+    call_id = f"{where.node}:t{n}"
+    ctx = context if context is not None else (os.environ.get(ENV_CONTEXT) or "local")
+    native_id = where.thread_id
+    decision = policy_guard.check_call(
+        tool,
+        dict(args),
+        data=list(data),
+        agent=agent,
+        team=team,
+        sensitive=sensitive,
+        backend=BACKEND,
+        context=ctx,
+        native_id=native_id,
+    )
+    policy_guard.report_decision(
+        decision, tool=tool, call_id=call_id, backend=BACKEND, context=ctx, native_id=native_id
+    )
+    if decision.outcome == "prohibit":
+        raise policy_guard.ToolProhibited(decision, tool)
+    final_args = dict(args)
+    if decision.outcome == "require_approval":
+        asked = policy_guard.approval_request(tool, final_args, decision, args_schema=args_schema)
+        reply = ask(
+            tool,
+            final_args,
+            description=asked.description,
+            allowed=[d for d in ALL if d in asked.allowed_decisions],
+            args_schema=asked.args_schema,
+            policy=asked.policy,
+        )
+        if not reply.approved:
+            raise policy_guard.ToolRejected(reply.text, tool, decision)
+        final_args = reply.args
+    result = fn(**final_args)
+    policy_guard.open_obligations(
+        decision, tool=tool, call_id=call_id, backend=BACKEND, context=ctx, native_id=native_id
+    )
+    return result
+
+
+#: guarded calls per node execution (keyed by the Agent Server run), for deterministic call ids
+_guarded_calls: dict[str, dict[str, int]] = {}
 
 
 # ------------------------------------------------------------------ middleware shape

@@ -1,0 +1,68 @@
+"""A LangGraph graph whose tool calls go through irq's policy guard
+(``backend_adapters.langgraph.agent.guarded_tool``), one call per node so a node that runs
+again after the approval re-runs only its own call. Every tool execution appends one JSON
+line to the file named by ``IRQ_TEST_TOOL_LOG`` (the side effect the test counts).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+from langgraph.config import get_config
+from langgraph.graph import END, START, StateGraph
+
+from backend_adapters.langgraph.agent import guarded_tool
+from backend_adapters.policy_guard import ToolProhibited, ToolRejected
+
+
+class State(TypedDict, total=False):
+    outcomes: Annotated[list[dict[str, Any]], operator.add]
+
+
+def _tool(name: str) -> Callable[..., dict[str, Any]]:
+    def run(**args: Any) -> dict[str, Any]:
+        thread = str((get_config().get("configurable") or {}).get("thread_id") or "")
+        with open(os.environ["IRQ_TEST_TOOL_LOG"], "a") as fh:
+            fh.write(json.dumps({"thread": thread, "tool": name, "args": args}) + "\n")
+        return {"tool": name, "args": args}
+
+    return run
+
+
+def _call(tool: str, args: dict[str, Any], data: tuple[str, ...] = ()) -> State:
+    try:
+        result = guarded_tool(tool, args, _tool(tool), agent="billing-agent", team="finance",
+                              data=data)
+        return {"outcomes": [{"tool": tool, "outcome": "ran", "result": result}]}
+    except ToolProhibited as err:
+        return {"outcomes": [{"tool": tool, "outcome": "prohibited",
+                              "winner": err.decision.winner}]}
+    except ToolRejected as err:
+        return {"outcomes": [{"tool": tool, "outcome": "rejected", "feedback": err.feedback}]}
+
+
+def delete(state: State) -> State:
+    return _call("delete_backup", {"id": "b-1"})
+
+
+def refund(state: State) -> State:
+    return _call("refund", {"amount": 250})
+
+
+def read(state: State) -> State:
+    return _call("read_records", {"patient": "p-7"}, ("patients",))
+
+
+builder = StateGraph(State)
+builder.add_node("delete", delete)
+builder.add_node("refund", refund)
+builder.add_node("read", read)
+builder.add_edge(START, "delete")
+builder.add_edge("delete", "refund")
+builder.add_edge("refund", "read")
+builder.add_edge("read", END)
+graph = builder.compile()
