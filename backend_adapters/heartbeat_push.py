@@ -30,7 +30,8 @@ heartbeats: a FIFO (bounded at 10,000 frames; beyond that the oldest is dropped,
 pusher sends ``{"type": "ping", "id": "irq-ev-N"}``; the gateway handles an agent's frames in
 order and answers ``pong``, so a frame counts as delivered once the pong that follows it
 arrives. Frames sent but not yet confirmed when the connection drops (a gateway killed with
-frames in its socket buffer) are sent again after the reconnect, ahead of newer ones:
+frames in its socket buffer) are sent again after the reconnect, ahead of newer ones, and so
+is a batch during which the gateway answered ``rate_limited`` (one second later):
 at-least-once; the gateway is idempotent by obligation id and by (run, call_id, tool).
 """
 
@@ -146,6 +147,8 @@ class HeartbeatPusher:
         self._events: deque[dict[str, Any]] = deque()  # not yet sent, oldest first
         self._unconfirmed: list[tuple[int, dict[str, Any]]] = []  # (ping n, frame) sent
         self._event_pings = 0
+        self._rate_limited = False  # the gateway dropped frames since the last pong
+        self._events_resume_at = 0.0  # events wait until then after a rate_limited batch
         self._connected_at = 0.0
         self._on_policy = on_policy
         self.events_sent = 0  # event frames written to the socket (re-sends included)
@@ -315,14 +318,15 @@ class HeartbeatPusher:
                 continue
             self._read_replies()
             with self._cond:
-                if not self._pending and not self._events and not self._closing:
+                held = not self._events or time.monotonic() < self._events_resume_at
+                if not self._pending and held and not self._closing:
                     self._cond.wait(self._idle_wait())
         self._disconnect()
 
     def _idle_wait(self) -> float:
         """Seconds to wait for new frames: short while a pong or the first policy frame is
         due (replies are read between waits), else 0.5."""
-        if self._unconfirmed:
+        if self._unconfirmed or self._events:  # a pong due, or events held after rate_limited
             return 0.05
         if self.policy_frames == 0 and time.monotonic() - self._connected_at < 10.0:
             return 0.05
@@ -360,13 +364,15 @@ class HeartbeatPusher:
     def _send_events(self) -> bool:
         """Send the queued event frames in order, then a ping whose pong confirms them."""
         with self._cond:
-            if not self._events:
+            if not self._events or time.monotonic() < self._events_resume_at:
                 return True
             batch = list(self._events)
             self._events.clear()
             self._event_pings += 1
             n = self._event_pings
             self._unconfirmed.extend((n, f) for f in batch)
+            if len(self._unconfirmed) > self._max_events:  # a gateway that never answers
+                del self._unconfirmed[: len(self._unconfirmed) - self._max_events]
         ws = self._ws
         try:
             assert ws is not None
@@ -388,13 +394,21 @@ class HeartbeatPusher:
             return
         with self._cond:
             kept = [(k, f) for k, f in self._unconfirmed if k > n]
-            self.events_confirmed += len(self._unconfirmed) - len(kept)
+            done = [f for k, f in self._unconfirmed if k <= n]
             self._unconfirmed = kept
+            if self._rate_limited:
+                # the gateway dropped some frame of these over its budget: all again, later
+                self._rate_limited = False
+                self._events.extendleft(reversed(done))
+                self._events_resume_at = time.monotonic() + 1.0
+            else:
+                self.events_confirmed += len(done)
             self._cond.notify_all()
 
     def _requeue_unconfirmed(self) -> None:
         """Sent but never confirmed: the gateway may not have handled them; send again first."""
         with self._cond:
+            self._rate_limited = False
             if self._unconfirmed:
                 self._events.extendleft(f for _n, f in reversed(self._unconfirmed))
                 self._unconfirmed = []
@@ -437,6 +451,8 @@ class HeartbeatPusher:
             if kind == "error":
                 self.errors = [*self.errors[-19:], reply]
                 self._log_error(reply)
+                if reply.get("code") == "rate_limited" and self._unconfirmed:
+                    self._rate_limited = True
             elif kind == "pong":
                 self._confirm_events(reply.get("id"))
             elif kind == "policy":

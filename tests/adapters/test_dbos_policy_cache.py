@@ -151,10 +151,17 @@ class AgentChannel:
     records every frame; ``drop_before_pong`` closes the first connection instead of
     answering its first ping (frames sent but never confirmed)."""
 
-    def __init__(self, policy: dict[str, Any] | None, *, drop_before_pong: bool = False) -> None:
+    def __init__(
+        self,
+        policy: dict[str, Any] | None,
+        *,
+        drop_before_pong: bool = False,
+        refuse_first_event: bool = False,
+    ) -> None:
         self.frames: list[dict[str, Any]] = []
         self.connections = 0
         self.drop_before_pong = drop_before_pong
+        self.refuse_first_event = refuse_first_event
 
         def handler(ws: ServerConnection) -> None:
             self.connections += 1
@@ -163,7 +170,11 @@ class AgentChannel:
                 for raw in ws:
                     frame = json.loads(raw)
                     self.frames.append(frame)
-                    if frame["type"] == "hello":
+                    if frame["type"] == "policy_event" and self.refuse_first_event:
+                        self.refuse_first_event = False
+                        self.frames.pop()  # over the budget: dropped, like the gateway does
+                        ws.send(json.dumps({"type": "error", "code": "rate_limited"}))
+                    elif frame["type"] == "hello":
                         version = policy["version"] if policy else None
                         ws.send(
                             json.dumps({"type": "policy", "version": version, "policy": policy})
@@ -217,6 +228,21 @@ def test_the_pusher_connects_for_the_policy_and_redelivers_unconfirmed_events_in
         assert pusher.events_pending == 0 and pusher.events_confirmed >= 2
     finally:
         pusher.close(1.0)
+
+
+def test_a_batch_the_gateway_rate_limited_is_sent_again(policy: Policy) -> None:
+    served = AgentChannel(policy.model_dump(mode="json"), refuse_first_event=True)
+    pusher = HeartbeatPusher(served.url, on_policy=PolicyCache().update)
+    try:
+        for n in range(3):
+            pusher.send_event({"type": "policy_event", "n": n})
+        assert pusher.flush(5.0)
+        # the first frame was dropped by the budget; the whole batch came again, in order
+        assert [e["n"] for e in served.events()] == [1, 2, 0, 1, 2]
+        assert pusher.events_confirmed == 3 and served.connections == 1
+    finally:
+        pusher.close(1.0)
+        served.close()
 
 
 def test_the_event_fifo_is_bounded_and_drops_the_oldest(no_gateway: HeartbeatPusher) -> None:
