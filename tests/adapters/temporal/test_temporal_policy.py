@@ -173,3 +173,22 @@ async def test_an_obligation_is_opened_after_the_call(client: Client, task_queue
             opened_at = index
     assert tool_done is not None and opened_at is not None and opened_at > tool_done
     assert executed(wid) == [("read_records", {"patient": "p-7"})]
+
+
+async def test_without_a_policy_a_sensitive_call_fails_closed_and_others_run(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("IRQ_AGENT_URL", raising=False)  # no gateway: no policy will come
+    shared_policy().reset()
+    wid = await start(
+        client,
+        task_queue,
+        [
+            {"tool": "delete_backup", "args": {"id": "b-2"}, "sensitive": True},
+            {"tool": "refund", "args": {"amount": 5000}},
+        ],
+    )
+    done = await outcomes(client, wid)
+    assert done[0] == {"tool": "delete_backup", "outcome": "prohibited", "winner": None}
+    assert done[1]["outcome"] == "ran"  # not sensitive: permitted without a policy
+    assert executed(wid) == [("refund", {"amount": 5000})]
