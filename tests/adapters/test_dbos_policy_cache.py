@@ -69,6 +69,21 @@ def test_without_a_policy_sensitive_calls_fail_closed_and_others_run(
     assert allowed.outcome == "permit" and allowed.explanation[0] == NO_POLICY_OPEN
 
 
+def test_only_the_first_check_waits_for_a_policy_that_never_comes() -> None:
+    cache = PolicyCache()
+    down = HeartbeatPusher("ws://127.0.0.1:9/agent", min_backoff_s=5.0)  # nothing listens
+    try:
+        started = time.monotonic()
+        first = check_call("pay", {}, sensitive=True, cache=cache, pusher=down, wait_s=0.4)
+        waited = time.monotonic() - started
+        second = check_call("pay", {}, sensitive=True, cache=cache, pusher=down, wait_s=0.4)
+        assert 0.35 <= waited and time.monotonic() - started - waited < 0.2
+        assert first.outcome == second.outcome == "prohibit"
+        assert "no policy frame from the gateway" in first.explanation[1]
+    finally:
+        down.close(0.0)
+
+
 def test_a_policy_decides_locally(policy: Policy, no_gateway: HeartbeatPusher) -> None:
     cache = PolicyCache()
     cache.set_policy(policy)
