@@ -12,11 +12,12 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,31 +52,25 @@ class PolicyGateway(CrashableGateway):
         env = {**os.environ, "IRQ_HOME": str(self.home)}
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
-        _wait_for_line(self.log, "listening", self.process, offset=None, port=self.port)
+        _wait_until_up(self.process, self.log, lambda: _listening(self.port))
 
 
-def _wait_for_line(
-    path: Path,
-    text: str,
-    process: subprocess.Popen[bytes],
-    *,
-    offset: int | None,
-    port: int | None = None,
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _wait_until_up(
+    process: subprocess.Popen[bytes], output: Path, ready: Callable[[], bool]
 ) -> None:
-    import socket
-
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if port is not None:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    return
-        elif text in path.read_bytes()[offset or 0 :].decode(errors="replace"):
+        if ready():
             return
         if process.poll() is not None:
             break
         time.sleep(0.1)
-    raise RuntimeError(f"{path.name}: no {text!r}:\n" + path.read_text()[-3000:])
+    raise RuntimeError(f"{output.name}: did not start:\n" + output.read_text()[-3000:])
 
 
 @dataclass
@@ -107,7 +102,7 @@ class PolicyAgent:
                 stdout=sink,
                 stderr=sink,
             )
-        _wait_for_line(out, "ready (pid", self.process, offset=offset)
+        _wait_until_up(self.process, out, lambda: b"ready (pid" in out.read_bytes()[offset:])
 
     def stop(self) -> None:
         if self.process:
