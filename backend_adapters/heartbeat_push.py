@@ -467,7 +467,7 @@ class HeartbeatPusher:
             return
         self._error_log[code] = (now, 0)
         more = f" ({held} more like it in the last {ERROR_LOG_INTERVAL_S:g} s)" if held else ""
-        log.warning("gateway rejected a heartbeat: %s %s%s", code, reply.get("message"), more)
+        log.warning("gateway rejected a frame: %s %s%s", code, reply.get("message"), more)
 
     def _disconnect(self) -> None:
         ws, self._ws = self._ws, None

@@ -500,6 +500,8 @@ def open_obligations(
         policy=policy,
     )
     sender = pusher or shared_pusher()
+    if obligations and not context:
+        _warn_no_context(backend)
     for obligation in obligations:
         sender.send_event(
             {
@@ -510,6 +512,19 @@ def open_obligations(
             }
         )
     return obligations
+
+
+_warned_no_context: set[str] = set()
+
+
+def _warn_no_context(backend: str) -> None:
+    if backend not in _warned_no_context:
+        _warned_no_context.add(backend)
+        log.warning(
+            "obligations of %s runs name no context: the gateway refuses an obligation whose "
+            "id does not name the run it resolved; set IRQ_AGENT_CONTEXT",
+            backend,
+        )
 
 
 def fulfil_obligation(
