@@ -39,6 +39,7 @@ from console.model import (
     Decision,
     DecisionKind,
     Interrupt,
+    Role,
     RunState,
     utcnow,
 )
@@ -51,6 +52,7 @@ from console.tui.obligation_book import OPEN_STATES, due_text, overdue_count
 from console.tui.palette import IrqCommands
 from console.tui.run_rows import SORT_CYCLE, RunRowIndex
 from console.tui.screens.audit import AuditScreen
+from console.tui.screens.base import DECISIONS as DECISION_NAMES
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.help import HelpScreen, KeyHelp
@@ -365,7 +367,7 @@ class IrqApp(App[None]):
                 status = ""
                 state = screen.check_action(binding.action.split("(")[0], ())
                 if state is None:
-                    status = self._not_allowed_reason(binding.action)
+                    status = self._not_allowed_reason(binding.action, screen)
                 elif state is False:
                     status = "nothing selected"
                 rows.append(KeyHelp(display, binding.description, bid, status))
@@ -384,8 +386,12 @@ class IrqApp(App[None]):
     def _key_display(self, key: str) -> str:
         return self.get_key_display(Binding(key.strip(), ""))
 
-    def _not_allowed_reason(self, action: str) -> str:
+    def _not_allowed_reason(self, action: str, screen: ViewScreen) -> str:
         allowed, why = self.may_mutate()
+        intr = screen.selected_interrupt()
+        short = self.decide_role_missing(intr) if intr is not None else ""
+        if allowed and short and action.split("(")[0] in DECISION_NAMES:
+            return f"not allowed: {short}"
         return "nothing selected" if allowed else f"not allowed: {why}"
 
     # ------------------------------------------------------------- permissions
@@ -397,6 +403,23 @@ class IrqApp(App[None]):
         if role == "viewer":
             return False, "your role is viewer"
         return True, ""
+
+    def decide_role_missing(self, intr: Interrupt) -> str:
+        """Why this operator's role cannot decide ``intr`` under its policy rule ("" if it
+        can; the gateway checks it again). An unknown role reads as admin, as it does there."""
+        if intr.policy is None:
+            return ""
+        try:
+            needed = Role(intr.policy.decide_role)
+        except ValueError:
+            needed = Role.ADMIN
+        try:
+            mine = Role(self.source.role)
+        except ValueError:
+            return ""  # not told our role yet: leave it to the gateway
+        if mine.at_least(needed):
+            return ""
+        return f"rule {intr.policy.rule} needs {needed.value} (you are {mine.value})"
 
     # ---------------------------------------------------------------- mutations
 
@@ -426,6 +449,10 @@ class IrqApp(App[None]):
         if kind not in intr.allowed_decisions:
             allowed_list = ", ".join(d.value for d in intr.allowed_decisions)
             self.notify(f"this interrupt allows only: {allowed_list}", severity="warning")
+            return
+        short = self.decide_role_missing(intr)
+        if short:
+            self.notify(f"{kind.value}: {short}", title="Not allowed", severity="error")
             return
         if self.mutation_pending:
             return

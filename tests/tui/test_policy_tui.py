@@ -18,7 +18,7 @@ from typing import Any
 from test_snapshots import not_ascii, screen_text
 from tui_pilot import type_text, until
 
-from console.model import CommandResult
+from console.model import Action, CommandResult, Decision
 from console.tui.app import IrqApp
 from console.tui.fleet_source import RecordedSource, StatusCallback, UpdateCallback
 from console.tui.screens.help import HelpScreen
@@ -63,6 +63,19 @@ class PolicyFleet(RecordedSource):
                 applied.append(event)
         assert self._on_update is not None, "the app has not started the feed"
         self._on_update(self.view, applied)
+
+    async def command(self, action: Action | str, targets: list[str], *, reason: str = "",
+                      dry_run: bool = False,
+                      decision: Decision | None = None) -> list[CommandResult]:
+        """A decision on the four-eyes interrupt is counted, not delivered (the gateway's
+        ``recorded`` outcome for the first of two approvers)."""
+        if Action(action) is not Action.DECIDE or dry_run:
+            return await super().command(action, targets, reason=reason, dry_run=dry_run,
+                                         decision=decision)
+        self.sent.append(("decide", list(targets), reason))
+        return [CommandResult(id="k2", action="decide", target=t, outcome="recorded",
+                              detail=f"approval 1 of 2 recorded by {self.identity} under rule "
+                                     "refund-large; needs another approver") for t in targets]
 
     async def named_command(self, action: str, targets: list[str], *,
                             reason: str = "") -> list[CommandResult]:
@@ -213,6 +226,9 @@ async def test_fulfil_sends_the_note_after_confirm_and_waive_needs_a_note():
 
 
 async def test_inbox_item_shows_its_rule_why_approvals_and_role():
+    """The item names its rule and why, the four-eyes count and the role it needs; an
+    operator's decision keys are dimmed under an admin rule; an admin's approval is the
+    gateway's ``recorded`` (1 of 2), shown as such."""
     app, source, _at = policy_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot)
@@ -227,11 +243,28 @@ async def test_inbox_item_shows_its_rule_why_approvals_and_role():
         assert "rule refund-large: refunds over 100 EUR need a human" in head
         assert "approvals 1/2: alice" in head
         assert "needs admin" in head
+        assert app.source.role == "operator"
+        assert inbox.check_action("approve", ()) is None  # dimmed: the rule needs admin
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        assert app.screen is inbox and source.sent == []
+        source._role = "admin"  # noqa: SLF001 - the same console, signed in as an admin
+        inbox.refresh_bindings()
+        assert inbox.check_action("approve", ()) is True
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the approve dialog")
         await pilot.pause(0.2)
         assert "rule refund-large" in screen_text(app)
+        await type_text(pilot, "looks right")
+        await pilot.press("tab", "tab", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ResultsDialog), "the results")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "0/1 applied, 1 recorded (needs another approver)" in text
+        assert "recorded" in text and "approval 1 of 2 recorded by" in text
+        assert source.sent == [("decide", [target.id], "looks right")]
         await pilot.press("escape")
+        await until(pilot, lambda: not app.mutation_pending, "the results closed")
 
 
 async def test_run_detail_lists_the_runs_policy_decisions():

@@ -132,6 +132,8 @@ class ViewScreen(Screen[None]):
             intr = self.selected_interrupt()
             if intr is None or DECISIONS[action] not in intr.allowed_decisions:
                 return False
+            if self.irq.decide_role_missing(intr):
+                return None  # shown dimmed: the interrupt's rule needs a higher role
             return True if self.irq.may_mutate()[0] else None
         if action in RUN_ACTIONS:
             if not self.selected_run_ids():

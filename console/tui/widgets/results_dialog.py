@@ -14,7 +14,9 @@ from console.model import CommandResult, RunState
 from console.tui.inert_text import inert
 from console.tui.state_display import UNICODE, GlyphSet
 
-OUTCOME_STYLE = {"applied": "green", "conflict": "yellow", "failed": "red", "forbidden": "red"}
+OUTCOME_STYLE = {"applied": "green", "conflict": "yellow", "failed": "red", "forbidden": "red",
+                 "recorded": "cyan"}
+SETTLED = ("applied", "recorded")  # recorded: a four-eyes approval counted, not yet delivered
 
 
 def results_table(results: list[CommandResult], g: GlyphSet = UNICODE) -> Table:
@@ -24,8 +26,9 @@ def results_table(results: list[CommandResult], g: GlyphSet = UNICODE) -> Table:
     table.add_column("TARGET", overflow="fold", ratio=2)
     table.add_column("DETAIL", overflow="fold", ratio=3)
     for r in results:
-        ok = r.outcome == "applied"
-        mark = g.states[RunState.COMPLETED] if ok else g.states[RunState.FAILED]
+        mark = (g.states[RunState.COMPLETED] if r.outcome == "applied"
+                else g.states[RunState.WAITING] if r.outcome == "recorded"
+                else g.states[RunState.FAILED])
         style = OUTCOME_STYLE.get(r.outcome, "")
         detail = r.detail or ""
         if r.error and r.error not in detail:
@@ -63,13 +66,17 @@ class ResultsDialog(ModalScreen[None]):
         self.title_text = title
         self.results = results
         self.glyphs = glyphs
-        self.set_class(any(r.outcome != "applied" for r in results), "-failed")
+        self.set_class(any(r.outcome not in SETTLED for r in results), "-failed")
         self.set_class(ascii_only, "-ascii")
 
     def compose(self) -> ComposeResult:
         applied = sum(r.outcome == "applied" for r in self.results)
+        recorded = sum(r.outcome == "recorded" for r in self.results)
+        title = f"{self.title_text}: {applied}/{len(self.results)} applied"
+        if recorded:
+            title += f", {recorded} recorded (needs another approver)"
         with Vertical(id="dialog"):
-            yield Static(f"{self.title_text}: {applied}/{len(self.results)} applied", id="title")
+            yield Static(title, id="title")
             with VerticalScroll(id="body", can_focus=False):
                 yield Static(results_table(self.results, self.glyphs), id="results")
             yield Button("OK", id="close", compact=True)
