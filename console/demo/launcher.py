@@ -219,6 +219,8 @@ class DemoEnvironment:
     agent_url: str
     agent_token: str
     python: str = sys.executable
+    #: the policy the gateway runs on (None: none; agents then ask as they did before policies)
+    policy: Path | None = None
 
 
 @dataclass
@@ -394,7 +396,11 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Chi
         port = chosen
     url = f"ws://{HOST}:{port}"
     env = DemoEnvironment(
-        demo_dir=paths.root, gateway_url=url, agent_url=f"{url}/agent", agent_token=tokens.agent
+        demo_dir=paths.root,
+        gateway_url=url,
+        agent_url=f"{url}/agent",
+        agent_token=tokens.agent,
+        policy=DEMO_POLICY,
     )
     extensions = load_extensions(env)
     backends = [dbos_backend_url(paths.db)]

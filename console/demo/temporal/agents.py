@@ -12,6 +12,12 @@ lane alive, generation after generation (``<lane>-<gen>``, e.g. ``release-train-
 - ``db-janitor``: scans tables, asks to drop a stale one (approve, reject);
 - ``support-triage``: reads a ticket, proposes a refund (approve, edit, reject).
 
+Guarded plans (the worker's ``--guarded``, which ``irq demo`` sets when its gateway runs the
+demo policy) call the deploy, the table drop and the refund through the policy guard
+(:func:`~backend_adapters.temporal.policy_tools.guarded_tool`): the policy decides whether the
+call runs, is refused or waits for an approval naming its rule (a prod deploy: two approvers; a
+drop: an admin; a refund over 100 EUR); unguarded plans ask before each of them, as before.
+
 Every activity is an :class:`~backend_adapters.temporal.agent.AgentActivity`: it heartbeats
 ``{step, total, phase}`` and its resource manifest (GPU slices kept on pause, locks released
 on pause; the locks are real ``flock``\\ s on files in the demo directory), continues from its
@@ -46,6 +52,11 @@ with workflow.unsafe.imports_passed_through():
         HeldResource,
         Interrupts,
         run_activity,
+    )
+    from backend_adapters.temporal.policy_tools import (
+        ToolProhibitedError,
+        ToolRejectedError,
+        guarded_tool,
     )
     from console.demo.catalogue import (
         CUSTOMERS,
@@ -133,6 +144,15 @@ async def _work(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @activity.defn
+async def use_tool(args: dict[str, Any]) -> dict[str, Any]:
+    """A guarded tool call itself (the policy let it run): returns the arguments it ran with,
+    an operator's edit included; the workflow's next activities carry out the rest."""
+    activity.heartbeat({"tool_args": args})
+    await asyncio.sleep(0.5)
+    return {"args": args}
+
+
+@activity.defn
 async def train_model(params: dict[str, Any]) -> dict[str, Any]:
     return await _work(params)
 
@@ -212,6 +232,38 @@ async def _ask(irq: Interrupts, spec: dict[str, Any]) -> DecisionReceived | None
         return None
 
 
+async def _call(
+    irq: Interrupts, plan: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The tool call ``plan["ask"]`` describes: through the policy guard when the plan is
+    guarded, else as a plain interrupt. The outcome, and the final arguments when it may run."""
+    ask = plan["ask"]
+    if not plan.get("guarded"):
+        decision = await _ask(irq, ask)
+        if decision is None or decision.kind == "reject":
+            return _outcome(decision), None
+        return _outcome(decision), decision.final_args(dict(ask["args"]))
+    try:
+        ran = await guarded_tool(
+            irq,
+            ask["action"],
+            dict(ask.get("args") or {}),
+            use_tool,
+            agent=str(plan.get("agent") or ""),
+            team=str(plan.get("team") or ""),
+            data=list(ask.get("data") or []),
+            sensitive=bool(ask.get("sensitive")),
+            args_schema=ask.get("args_schema"),
+            title=ask.get("title"),
+            start_to_close_timeout=timedelta(seconds=60),
+        )
+    except ToolProhibitedError as refused:
+        return {"outcome": "prohibited", "note": refused.message}, None
+    except ToolRejectedError as rejected:
+        return {"outcome": "reject", "note": rejected.message}, None
+    return {"outcome": "ran"}, dict(ran["args"])
+
+
 def _outcome(decision: DecisionReceived | None) -> dict[str, Any]:
     if decision is None:
         return {"outcome": "expired", "note": "nobody decided in time; starting over"}
@@ -260,11 +312,9 @@ class ReleaseTrainAgent:
     @workflow.run
     async def run(self, plan: dict[str, Any]) -> dict[str, Any]:
         await _step(build_and_test, plan["build"])
-        ask = plan["ask"]
-        decision = await _ask(self.irq, ask)
-        if decision is None or decision.kind == "reject":
-            return {"service": plan["service"], **_outcome(decision)}
-        args = decision.final_args(dict(ask["args"]))
+        outcome, args = await _call(self.irq, plan)
+        if args is None:
+            return {"service": plan["service"], **outcome}
         pct = int(args.get("canary_percent", 10))
         regions = list(args.get("regions") or ["eu-west-1"])
         phases = [[f"{args.get('strategy', 'canary')} {pct}% {r}", 8] for r in regions]
@@ -272,7 +322,7 @@ class ReleaseTrainAgent:
         deploy = {**plan["deploy"], "phases": phases, "result": {"deployed": args}}
         return {
             "service": plan["service"],
-            **_outcome(decision),
+            **outcome,
             "deploy": await _step(deploy_release, deploy),
         }
 
@@ -314,14 +364,10 @@ class DbJanitorAgent:
     @workflow.run
     async def run(self, plan: dict[str, Any]) -> dict[str, Any]:
         await _step(scan_tables, plan["scan"])
-        decision = await _ask(self.irq, plan["ask"])
-        if decision is None or decision.kind == "reject":
-            return {"table": plan["table"], **_outcome(decision)}
-        return {
-            "table": plan["table"],
-            **_outcome(decision),
-            "drop": await _step(drop_table, plan["drop"]),
-        }
+        outcome, args = await _call(self.irq, plan)
+        if args is None:
+            return {"table": plan["table"], **outcome}
+        return {"table": plan["table"], **outcome, "drop": await _step(drop_table, plan["drop"])}
 
 
 @workflow.defn(name="support-triage")
@@ -335,15 +381,13 @@ class SupportTriageAgent:
     @workflow.run
     async def run(self, plan: dict[str, Any]) -> dict[str, Any]:
         await _step(read_ticket, plan["read"])
-        ask = plan["ask"]
-        decision = await _ask(self.irq, ask)
-        if decision is None or decision.kind == "reject":
-            return {"customer": plan["customer"], **_outcome(decision)}
-        args = decision.final_args(dict(ask["args"]))
+        outcome, args = await _call(self.irq, plan)
+        if args is None:
+            return {"customer": plan["customer"], **outcome}
         refund = {**plan["refund"], "result": {"refunded": args}}
         return {
             "customer": plan["customer"],
-            **_outcome(decision),
+            **outcome,
             "refund": await _step(issue_refund, refund),
         }
 
@@ -357,6 +401,7 @@ WORKFLOWS = [
     SupportTriageAgent,
 ]
 ACTIVITIES = [
+    use_tool,
     train_model,
     evaluate_checkpoint,
     run_eval_suite,
@@ -465,6 +510,8 @@ def release_train_plan(gen: int, rng: random.Random, locks: Path, scale: float) 
     build = [["checkout", 4], ["build", 12], ["integration tests", 14]]
     return {
         "service": service,
+        "agent": "deploy-agent",
+        "team": "platform",
         "build": _work_params(build, [runner], 1.5, scale),
         "ask": {
             "id": "deploy",
@@ -521,6 +568,8 @@ def db_janitor_plan(gen: int, rng: random.Random, locks: Path, scale: float) -> 
     )
     return {
         "table": table,
+        "agent": "db-maintenance",
+        "team": "platform",
         "scan": _work_params([["scan tables", 3], ["estimate savings", 2]], [conn], 1.5, scale),
         "ask": {
             "id": "drop",
@@ -534,6 +583,7 @@ def db_janitor_plan(gen: int, rng: random.Random, locks: Path, scale: float) -> 
                 "backup": f"s3://backups/{table}.dump",
             },
             "args_schema": DROP_SCHEMA,
+            "sensitive": True,
             "allowed": ["approve", "reject"],
             "timeout_s": ASK_TIMEOUT_S,
         },
@@ -547,6 +597,8 @@ def support_triage_plan(gen: int, rng: random.Random, locks: Path, scale: float)
     session = _res(f"zendesk-session/t{gen % 2}", "connection", "release")
     return {
         "customer": customer,
+        "agent": "billing-agent",
+        "team": "finance",
         "read": _work_params(
             [["read ticket", 2], ["check order history", 2]], [session], 1.5, scale
         ),
@@ -586,8 +638,11 @@ class Lane:
         head, _, tail = workflow_id.rpartition("-")
         return int(tail) if head == self.name and tail.isdigit() else 0
 
-    def plan_for(self, gen: int, locks: Path, scale: float = 1.0) -> dict[str, Any]:
-        return self.plan(gen, random.Random(f"{self.name}/{gen}"), locks, scale)
+    def plan_for(
+        self, gen: int, locks: Path, scale: float = 1.0, *, guarded: bool = False
+    ) -> dict[str, Any]:
+        plan = self.plan(gen, random.Random(f"{self.name}/{gen}"), locks, scale)
+        return {**plan, "guarded": True} if guarded else plan
 
 
 LANES = [

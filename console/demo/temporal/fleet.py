@@ -96,7 +96,8 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
             "--dir",
             str(workdir),
             "--watch-parent",
-        ],  # fmt: skip
+        ]  # fmt: skip
+        + (["--guarded"] if env.policy is not None else []),
         log=env.demo_dir / "temporal-worker.log",
     )
     return DemoExtension(
@@ -111,7 +112,7 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
 
 
 async def keep_lane_alive(
-    client: Client, lane: Lane, task_queue: str, locks: Path, scale: float
+    client: Client, lane: Lane, task_queue: str, locks: Path, scale: float, guarded: bool = False
 ) -> None:
     """One workflow of ``lane`` at a time: attach to the running one or start the next
     generation; when it closes (for whatever reason), wait a little and start another."""
@@ -140,7 +141,7 @@ async def keep_lane_alive(
                 try:
                     handle = await client.start_workflow(
                         lane.name,  # the workflow type
-                        lane.plan_for(gen, locks, scale),
+                        lane.plan_for(gen, locks, scale, guarded=guarded),
                         id=wid,
                         task_queue=task_queue,
                         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -195,13 +196,20 @@ async def make_version_current(client: Client, identity: str, stop: asyncio.Even
 
 
 async def serve(
-    address: str, task_queue: str, workdir: Path, *, scale: float, watch_parent: bool
+    address: str,
+    task_queue: str,
+    workdir: Path,
+    *,
+    scale: float,
+    watch_parent: bool,
+    guarded: bool = False,
 ) -> None:
     from temporalio.client import Client
     from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
     from temporalio.worker import Worker, WorkerDeploymentConfig
 
     from backend_adapters.temporal.agent import worker_options
+    from backend_adapters.temporal.policy_tools import policy_activities
     from console.demo.temporal.agents import ACTIVITIES, LANES, WORKFLOWS
 
     locks = workdir / "locks"
@@ -217,7 +225,7 @@ async def serve(
         client,
         task_queue=task_queue,
         workflows=WORKFLOWS,
-        activities=ACTIVITIES,
+        activities=[*ACTIVITIES, *policy_activities()],
         identity=identity,
         deployment_config=WorkerDeploymentConfig(
             version=WorkerDeploymentVersion(deployment_name=DEPLOYMENT, build_id=BUILD_ID),
@@ -235,7 +243,9 @@ async def serve(
                 task.cancel()
             return
         lanes = [
-            asyncio.create_task(keep_lane_alive(client, lane, task_queue, locks, scale))
+            asyncio.create_task(
+                keep_lane_alive(client, lane, task_queue, locks, scale, guarded=guarded)
+            )
             for lane in LANES
         ]
         lanes += watch
@@ -266,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--dir", type=Path, required=True, help="directory for the agents' locks")
     w.add_argument("--step-scale", type=float, default=1.0, help="multiply step durations")
     w.add_argument("--watch-parent", action="store_true", help="exit when the parent dies")
+    w.add_argument(
+        "--guarded",
+        action="store_true",
+        help="deploys, drops and refunds go through the policy guard (the gateway's policy)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stdout
@@ -277,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             args.dir.resolve(),
             scale=args.step_scale,
             watch_parent=args.watch_parent,
+            guarded=args.guarded,
         )
     )
     # The worker has shut down. Skip interpreter finalization: temporalio's runtime threads
