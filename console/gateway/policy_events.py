@@ -40,6 +40,7 @@ class PolicyEvents:
             at = _checked_time(event.at or now, now, "at")
             self.store.add_decision(run_id, event.call_id, event.tool, at, event.decision)
         elif isinstance(event, FulfilledEvent):
+            event = event.model_copy(update={"id": _rekeyed(event.id, backend, run_id)})
             found = self.store.get(event.id)
             if found is None or found.run_id != run_id:
                 raise FrameError("not_found", f"no obligation {event.id} for {run_id}")
@@ -48,6 +49,11 @@ class PolicyEvents:
                 self.hub.publish("obligation", changed.model_dump(mode="json"))
         else:
             ob = event.obligation
+            if ob.run_id == f"{backend}:/{event.native_id}":
+                # an agent that does not know its context (the gateway has one context of its
+                # backend and resolved it): the obligation belongs to the resolved run
+                ob = ob.model_copy(update={"run_id": run_id,
+                                           "id": _rekeyed(ob.id, backend, run_id)})
             if ob.run_id != run_id or not ob.id.startswith(run_id + "#"):
                 raise FrameError(
                     "invalid", f"obligation {ob.id!r}: run_id must be {run_id!r} and the id "
@@ -57,6 +63,14 @@ class PolicyEvents:
             added = self.store.add(ob)
             if added is not None:
                 self.hub.publish("obligation", added.model_dump(mode="json"))
+
+
+def _rekeyed(obligation_id: str, backend: str, run_id: str) -> str:
+    """``backend:/native#call/rule`` (sent without a context) as ``run_id#call/rule``."""
+    native = run_id.partition("/")[2]
+    blank = f"{backend}:/{native}#"
+    return run_id + "#" + obligation_id[len(blank):] if obligation_id.startswith(blank) else (
+        obligation_id)
 
 
 def _checked_time(at: datetime, now: datetime, name: str) -> datetime:

@@ -105,6 +105,27 @@ async def test_an_agent_opens_an_obligation_once_and_fulfils_it(og):
     assert events[0]["state"] == "open"
 
 
+async def test_an_agent_without_its_context_opens_and_fulfils_under_the_resolved_run(og):
+    # IRQ_AGENT_CONTEXT unset: the helper builds ids with an empty context and sends
+    # context null; the gateway has one dbos context and files them under that run
+    frame = obligation("wf-9")
+    frame["context"] = None
+    ob = frame["obligation"]
+    blank_id = ob["id"].replace("dbos:local/", "dbos:/")
+    ob.update(id=blank_id, run_id="dbos:/wf-9")
+    async with agent(og.url, og.tokens["agent"]) as wire, \
+            client(og.url, og.tokens["operator"]) as c:
+        assert await send(wire, frame) is None
+        (stored,) = await listing(c)
+        assert stored["id"] == "dbos:local/wf-9#1/phi-read-notify"
+        assert stored["run_id"] == "dbos:local/wf-9"
+        done = fulfilled("wf-9", blank_id, "paged")
+        done["context"] = None
+        assert await send(wire, done) is None
+        (settled,) = await listing(c)
+    assert settled["state"] == "fulfilled" and settled["note"] == "paged"
+
+
 async def test_a_dispensation_arrives_waived_and_the_snapshot_carries_it(og):
     frame = obligation("wf-2", state="waived", by="compliance-exempt")
     async with agent(og.url, og.tokens["agent"]) as wire:
