@@ -3,8 +3,9 @@
 ``PolicyEngine(policy)`` compiles every CEL condition once and indexes the rules by action
 (an exact tool name, a tool class, a command verb; plus a bucket for rules with no action and
 one for glob actions), so a call only looks at its candidate rules; the candidate list of a
-tool is computed once. ``evaluate`` builds one CEL activation per call, lazily (only when a
-candidate with a condition got past its subject/action/object test).
+tool is computed once. ``evaluate`` builds one CEL activation per call, lazily: a variable is
+converted for CEL only when a candidate's condition that reads it is reached (after its
+subject/action/object test).
 
 Meta-policy (``policy.meta``, default ``priority, specificity, modality``): among the matched
 permit / prohibit / require_approval rules the winner has the highest priority; ties go to the
@@ -33,7 +34,7 @@ from typing import Any
 import cel
 
 from console.policy.classes import DataFacts, Taxonomy
-from console.policy.conditions import compile_condition
+from console.policy.conditions import VARIABLES, compile_condition
 from console.policy.loader import PolicyError
 from console.policy.model import (
     Approval,
@@ -59,6 +60,7 @@ PER_SUBJECT = 10
 CONDITION = 10
 
 _GLOB_CHARS = frozenset("*?[")
+VARIABLE_NAMES = frozenset(VARIABLES)
 _SUBJECT_FIELDS: tuple[tuple[str, str, str], ...] = (
     # (Subject field, Invocation field, word used in explanations)
     ("agents", "agent", "agent"),
@@ -100,6 +102,7 @@ class _Compiled:
     index: int
     rule: Rule
     program: cel.Program | None
+    reads: frozenset[str]  # the variables its condition reads
     subject: tuple[tuple[str, str, _Patterns], ...]  # (invocation field, word, patterns)
     action: _Patterns
     objects: _Patterns
@@ -113,15 +116,12 @@ class _Candidate:
     action_why: str
 
 
-@dataclass
+@dataclass(slots=True)
 class _Hit:
-    compiled: _Compiled
+    rule: Rule
     specificity: int
     why: str
-
-    @property
-    def rule(self) -> Rule:
-        return self.compiled.rule
+    key: tuple[int, ...]  # the meta-policy's sort key, in policy.meta order
 
 
 class PolicyEngine:
@@ -167,7 +167,8 @@ class PolicyEngine:
             if getattr(rule.subject, field)
         )
         base = PER_SUBJECT * len(subject) + (CONDITION if program is not None else 0)
-        return _Compiled(index, rule, program, subject, _Patterns(rule.action),
+        reads = frozenset(program.variables()) & VARIABLE_NAMES if program else frozenset()
+        return _Compiled(index, rule, program, reads, subject, _Patterns(rule.action),
                          _Patterns(rule.object), base)
 
     def _sensitive_tools(self) -> set[str]:
@@ -190,14 +191,17 @@ class PolicyEngine:
                     out.add(tool)
         return out
 
-    def _meta_key_function(self) -> Callable[[_Hit], tuple[int, ...]]:
-        steps = list(self.policy.meta)
+    def _meta_key_function(self) -> Callable[[Rule, int], tuple[int, ...]]:
+        steps = tuple(self.policy.meta)
+        if steps == ("priority", "specificity", "modality"):  # the default, spelled out
+            return lambda rule, specificity: (
+                rule.priority, specificity, MODALITY_RANK.get(rule.modality, 0))
 
-        def key(hit: _Hit) -> tuple[int, ...]:
+        def key(rule: Rule, specificity: int) -> tuple[int, ...]:
             values = {
-                "priority": hit.rule.priority,
-                "specificity": hit.specificity,
-                "modality": MODALITY_RANK[hit.rule.modality],
+                "priority": rule.priority,
+                "specificity": specificity,
+                "modality": MODALITY_RANK.get(rule.modality, 0),
             }
             return tuple(values[s] for s in steps)
 
@@ -279,31 +283,38 @@ class PolicyEngine:
             tuple(str(r.get("kind", "")) for r in inv.resources if isinstance(r, dict))
             if inv.on == "command" else ()
         )
-        activation: cel.Context | None = None
-        activation_error = ""
+        activation: _Activation | None = None
         hits: list[_Hit] = []
         failures: list[str] = []
+        meta_key = self._meta_key
         for cand in candidates:
             compiled = cand.compiled
-            subject_why = self._subject(compiled, inv)
-            if subject_why is None:
-                continue
-            obj = self._object(compiled, facts, kinds)
-            if obj is None:
-                continue
-            obj_score, obj_why = obj
+            subject_why = ""
+            if compiled.subject:
+                found = self._subject(compiled, inv)
+                if found is None:
+                    continue
+                subject_why = found
+            obj_score, obj_why = 0, ""
+            if compiled.rule.object:
+                obj = self._object(compiled, facts, kinds)
+                if obj is None:
+                    continue
+                obj_score, obj_why = obj
             condition_why = ""
             if compiled.program is not None:
-                if activation is None and not activation_error:
-                    activation, activation_error = _activation(inv, facts)
                 if activation is None:
+                    activation = _Activation(inv, facts)
+                try:
+                    context = activation.context_for(compiled.reads)
+                except ValueError as exc:
                     failures.append(
                         f'rule "{compiled.rule.id}" did not match: the call could not be given '
-                        f"to its condition ({activation_error})"
+                        f"to its condition ({exc})"
                     )
                     continue
                 try:
-                    result = compiled.program.execute(activation)
+                    result = compiled.program.execute(context)
                 except Exception as exc:  # a missing key, a type error: not matched, said so
                     failures.append(
                         f'rule "{compiled.rule.id}" did not match: its condition failed at run '
@@ -320,7 +331,9 @@ class PolicyEngine:
                 condition_why = f"condition {compiled.rule.condition} is true"
             why = "; ".join(w for w in (cand.action_why, obj_why, subject_why, condition_why) if w)
             specificity = cand.action_score + obj_score + compiled.base_specificity
-            hits.append(_Hit(compiled, specificity, why or "applies to every call"))
+            rule = compiled.rule
+            hits.append(_Hit(rule, specificity, why or "applies to every call",
+                             meta_key(rule, specificity)))
         return self._decide(inv, hits, failures)
 
     @staticmethod
@@ -405,7 +418,7 @@ class PolicyEngine:
         winner: _Hit | None = None
         outcome: PolicyOutcome
         if deciding:
-            winner = max(deciding, key=self._meta_key)  # max keeps the first of equals
+            winner = max(deciding, key=_hit_key)  # max keeps the first of equals
             outcome = winner.rule.modality  # type: ignore[assignment]
             for other in deciding:
                 if other is winner or other.rule.modality == winner.rule.modality:
@@ -478,29 +491,29 @@ class PolicyEngine:
             approval=approval,
         )
 
-    def _step_values(self, hit: _Hit) -> dict[str, tuple[int, str]]:
-        return {
-            "priority": (hit.rule.priority, f"priority {hit.rule.priority}"),
-            "specificity": (hit.specificity, f"specificity {hit.specificity}"),
-            "modality": (MODALITY_RANK[hit.rule.modality], hit.rule.modality),
-        }
-
     def _why_over(self, winner: _Hit, other: _Hit) -> str:
-        mine, theirs = self._step_values(winner), self._step_values(other)
-        for step in self.policy.meta:
-            if mine[step][0] != theirs[step][0]:
-                if step == "modality":
-                    return (f"equal before modality, and {winner.rule.modality} beats "
-                            f"{other.rule.modality}")
-                return f"higher {step} ({mine[step][0]} > {theirs[step][0]})"
+        steps = self.policy.meta
+        for position, (step, mine, theirs) in enumerate(zip(steps, winner.key, other.key,
+                                                            strict=True)):
+            if mine == theirs:
+                continue
+            if step == "modality":
+                equal = " and ".join(steps[:position])
+                return (f"equal {equal}, and " if equal else "") + (
+                    f"{winner.rule.modality} beats {other.rule.modality}")
+            return f"higher {step} ({mine} > {theirs})"
         return "equal on every step; the rule written first wins"
 
     def _why_won(self, winner: _Hit, deciding: list[_Hit]) -> str:
         rest = [h for h in deciding if h is not winner]
         if not rest:
             return "the only permit, prohibit or require_approval rule that matched"
-        runner_up = max(rest, key=self._meta_key)
+        runner_up = max(rest, key=_hit_key)
         return f'{self._why_over(winner, runner_up)}, over the runner-up "{runner_up.rule.id}"'
+
+
+def _hit_key(hit: _Hit) -> tuple[int, ...]:
+    return hit.key
 
 
 def _better(
@@ -509,36 +522,64 @@ def _better(
     return candidate if current is None or candidate[0] > current[0] else current
 
 
-def _activation(inv: Invocation, facts: DataFacts | None) -> tuple[cel.Context | None, str]:
-    """The CEL variables of one call, converted once (a prebuilt ``cel.Context`` is far
-    cheaper per condition than a dict converted on every ``execute``)."""
-    at = inv.at or datetime.now(UTC)
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)
-    command = inv.on == "command"
-    variables: dict[str, Any] = {
-        "tool": inv.tool,
-        "args": inv.args,
-        "agent": {"name": inv.agent, "team": inv.team},
-        "run": {"id": inv.run_id, "backend": inv.backend, "context": inv.context},
-        "data": list(facts.sorted_classes) if facts is not None else list(inv.data),
-        "datasets": list(facts.sorted_datasets) if facts is not None else [],
-        "cmd": {"action": inv.tool if command else "", "identity": inv.identity,
-                "role": inv.role, "reason": inv.reason},
-        "resources": inv.resources,
-        "interrupt": inv.interrupt,
-        "now": at,
-    }
-    try:
-        return cel.Context(variables), ""
-    except Exception:
-        pass
-    try:  # values CEL cannot take (sets, objects): as their JSON text
-        for key in ("args", "resources", "interrupt"):
-            variables[key] = json.loads(json.dumps(variables[key], default=str))
-        return cel.Context(variables), ""
-    except Exception as exc:
-        return None, f"{type(exc).__name__}: {_one_line(exc)}"
+class _Activation:
+    """The CEL variables of one call, handed to CEL lazily: a variable is converted the first
+    time a condition that reads it runs, once per call. A prebuilt ``cel.Context`` is far
+    cheaper per condition than a dict converted on every ``execute``, and converting a value
+    is the expensive part (strings cost microseconds each), so a call whose conditions never
+    read ``data`` never converts its expanded data classes."""
+
+    def __init__(self, inv: Invocation, facts: DataFacts | None) -> None:
+        self.inv = inv
+        self.facts = facts
+        self.context = cel.Context()
+        self.added: set[str] = set()
+        self.failed: dict[str, str] = {}
+
+    def context_for(self, names: frozenset[str]) -> cel.Context:
+        """The context with ``names`` set; ``ValueError`` if one cannot be given to CEL."""
+        for name in names:
+            if name in self.added:
+                continue
+            if name in self.failed:
+                raise ValueError(self.failed[name])
+            value = self._value(name)
+            try:
+                self.context.add_variable(name, value)
+            except Exception:
+                try:  # values CEL cannot take (sets, objects): as their JSON text
+                    self.context.add_variable(name, json.loads(json.dumps(value, default=str)))
+                except Exception as exc:
+                    self.failed[name] = f"{name}: {type(exc).__name__}: {_one_line(exc)}"
+                    raise ValueError(self.failed[name]) from None
+            self.added.add(name)
+        return self.context
+
+    def _value(self, name: str) -> Any:
+        inv, facts = self.inv, self.facts
+        if name == "tool":
+            return inv.tool
+        if name == "args":
+            return inv.args
+        if name == "agent":
+            return {"name": inv.agent, "team": inv.team}
+        if name == "run":
+            return {"id": inv.run_id, "backend": inv.backend, "context": inv.context}
+        if name == "data":
+            return list(facts.sorted_classes) if facts is not None else list(inv.data)
+        if name == "datasets":
+            return list(facts.sorted_datasets) if facts is not None else []
+        if name == "cmd":
+            return {"action": inv.tool if inv.on == "command" else "", "identity": inv.identity,
+                    "role": inv.role, "reason": inv.reason}
+        if name == "resources":
+            return inv.resources
+        if name == "interrupt":
+            return inv.interrupt
+        if name == "now":
+            at = inv.at or datetime.now(UTC)
+            return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+        raise ValueError(f"unknown variable {name!r}")
 
 
 def _one_line(exc: BaseException) -> str:
