@@ -115,6 +115,8 @@ class Interrupts:
         self._search_attribute = search_attribute
         #: tool calls made through ``policy_tools.guarded_tool`` (the deterministic call id)
         self.tool_calls = 0
+        #: ids of the obligations those calls opened (``policy_tools.fulfil_obligation``)
+        self.obligations: list[str] = []
         #: every decision the handler accepted, in order (exactly once per interrupt)
         self.delivered: list[DecisionReceived] = []
         workflow.set_query_handler(QUERY_NAME, self.pending)

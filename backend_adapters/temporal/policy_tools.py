@@ -28,6 +28,8 @@ The decision event is sent to the gateway by the check activity; the obligations
 decision carries are opened after the call by the local activity ``irq_policy_record``.
 Both use the call id ``t<n>`` (n = the workflow's tool-call counter), deterministic under
 replay, so a resent event or obligation has the same id (the gateway is idempotent by id).
+The ids of the opened obligations are in ``Interrupts.obligations``; the workflow fulfils one
+with :func:`fulfil_obligation` (the local activity ``irq_policy_fulfil``).
 
 Worker side: register :func:`policy_activities` on the ``Worker``; the worker process needs
 ``IRQ_AGENT_URL`` / ``IRQ_AGENT_TOKEN`` (an agent token whose scope covers
@@ -62,6 +64,7 @@ DEFAULT_CONTEXT = "local"
 
 CHECK_ACTIVITY = "irq_policy_check"
 RECORD_ACTIVITY = "irq_policy_record"
+FULFIL_ACTIVITY = "irq_policy_fulfil"
 ERROR_PROHIBITED = "IrqToolProhibited"
 ERROR_REJECTED = "IrqToolRejected"
 
@@ -164,20 +167,22 @@ async def guarded_tool(
         if answer.kind == "reject":
             raise ToolRejectedError(tool, str(asked.policy["rule"]), answer.feedback)
         if answer.kind == "respond":
-            await _record(request, decision)
+            await _record(interrupts, request, decision)
             return answer.response
         final_args = answer.final_args(final_args)
     result = await workflow.execute_activity(
         activity_fn, final_args, start_to_close_timeout=start_to_close_timeout, **activity_options
     )
-    await _record(request, decision)
+    await _record(interrupts, request, decision)
     return result
 
 
-async def _record(request: dict[str, Any], decision: PolicyDecision) -> None:
+async def _record(
+    interrupts: Interrupts, request: dict[str, Any], decision: PolicyDecision
+) -> None:
     if not decision.obligations and not decision.waived:
         return  # nothing to open: no activity in the history
-    await workflow.execute_local_activity(
+    opened: list[str] = await workflow.execute_local_activity(
         RECORD_ACTIVITY,
         {
             **request,
@@ -185,6 +190,19 @@ async def _record(request: dict[str, Any], decision: PolicyDecision) -> None:
             # the workflow's clock: a retried record builds the same obligations
             "at": workflow.now().astimezone(UTC).isoformat(),
         },
+        start_to_close_timeout=_LOCAL_TIMEOUT,
+        retry_policy=_LOCAL_RETRY,
+        result_type=list,
+    )
+    interrupts.obligations.extend(opened)
+
+
+async def fulfil_obligation(obligation_id: str, note: str = "") -> None:
+    """Tell the gateway the workflow fulfilled ``obligation_id`` (one of
+    ``Interrupts.obligations``), from the local activity ``irq_policy_fulfil``."""
+    await workflow.execute_local_activity(
+        FULFIL_ACTIVITY,
+        {"id": obligation_id, "note": note},
         start_to_close_timeout=_LOCAL_TIMEOUT,
         retry_policy=_LOCAL_RETRY,
     )
@@ -246,6 +264,19 @@ async def irq_policy_record(request: dict[str, Any]) -> list[str]:
     return [o.id for o in opened]
 
 
+@activity.defn(name=FULFIL_ACTIVITY)
+async def irq_policy_fulfil(request: dict[str, Any]) -> None:
+    """Send ``obligation_fulfilled`` for one obligation of this workflow."""
+    policy_guard.fulfil_obligation(
+        str(request["id"]),
+        str(request.get("note") or ""),
+        backend=BACKEND,
+        context=_context(),
+        native_id=activity.info().workflow_id or "",
+    )
+
+
 def policy_activities() -> list[Callable[..., Any]]:
-    """The activities :func:`guarded_tool` needs, for ``Worker(activities=[*mine, *these])``."""
-    return [irq_policy_check, irq_policy_record]
+    """The activities :func:`guarded_tool` and :func:`fulfil_obligation` need, for
+    ``Worker(activities=[*mine, *these])``."""
+    return [irq_policy_check, irq_policy_record, irq_policy_fulfil]

@@ -38,6 +38,8 @@ class PolicyGateway:
     agent: str  # an agent token scoped to the backend (``agent_scope``)
     process: subprocess.Popen[bytes]
     log: Path
+    argv: list[str]
+    home: Path
 
     @property
     def agent_url(self) -> str:
@@ -45,6 +47,27 @@ class PolicyGateway:
 
     def stop(self) -> None:
         stop_process(self.process)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown at all (a crashed gateway host)."""
+        self.process.kill()
+        self.process.wait(10)
+
+    def restart(self, timeout_s: float = 30.0) -> None:
+        """``irq serve`` again on the same port, home (journal, tokens) and policy file."""
+        self.process = start_process(self.argv, self.log, {"IRQ_HOME": str(self.home)})
+        _wait_ready(self, timeout_s)
+
+
+def _wait_ready(gateway: PolicyGateway, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not gateway_ready(gateway.url, gateway.operator):
+        if gateway.process.poll() is not None or time.monotonic() > deadline:
+            stop_process(gateway.process)
+            raise RuntimeError(
+                "irq serve --policy did not start:\n" + gateway.log.read_text()[-3000:]
+            )
+        time.sleep(0.1)
 
 
 def start_policy_gateway(
@@ -58,17 +81,11 @@ def start_policy_gateway(
     agent = create_token(Role.AGENT, "policy-agent", home, scopes=[agent_scope])
     port = free_port()
     log = tmp / "serve.log"
-    process = start_process(
-        [sys.executable, "-m", "console.cli.app", "serve", "--port", str(port),
-         "--backend", backend_url, "--policy", str(policy)],
-        log,
-        {"IRQ_HOME": str(home)},
+    argv = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(port),
+            "--backend", backend_url, "--policy", str(policy)]
+    process = start_process(argv, log, {"IRQ_HOME": str(home)})
+    gateway = PolicyGateway(
+        f"ws://127.0.0.1:{port}", operator, agent, process, log, argv, home
     )
-    url = f"ws://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout_s
-    while not gateway_ready(url, operator):
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_process(process)
-            raise RuntimeError("irq serve --policy did not start:\n" + log.read_text()[-3000:])
-        time.sleep(0.1)
-    return PolicyGateway(url, operator, agent, process, log)
+    _wait_ready(gateway, timeout_s)
+    return gateway

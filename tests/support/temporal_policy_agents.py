@@ -1,8 +1,9 @@
 """A Temporal agent whose tool calls go through irq's policy guard (``policy_tools``).
 
 ``PolicyAgent`` runs the calls it is given in order (``{"calls": [{"tool", "args", "data"?,
-"sensitive"?}], "agent", "team"}``) through :func:`guarded_tool` and returns one outcome per
-call: ``ran`` (with the tool's result), ``prohibited`` or ``rejected``. The tool activities
+"sensitive"?}], "agent", "team", "fulfil"?: [{"rule", "note"}]}``) through
+:func:`guarded_tool`, then fulfils the obligations of the rules in ``fulfil``, and returns the
+opened obligation ids and one outcome per call: ``ran`` (with the tool's result), ``prohibited`` or ``rejected``. The tool activities
 record every execution in :data:`EXECUTED` (for a worker in the test's process) and, when
 ``IRQ_TEST_TOOL_LOG`` names a file, as one JSON line there (for a worker process): the side
 effect a test checks.
@@ -22,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from backend_adapters.temporal.policy_tools import (
         ToolProhibitedError,
         ToolRejectedError,
+        fulfil_obligation,
         guarded_tool,
         policy_activities,
     )
@@ -95,7 +97,15 @@ class PolicyAgent:
                         "feedback": err.feedback,
                     }
                 )
-        return {"outcomes": outcomes, "tool_calls": self.irq.tool_calls}
+        for wanted in task.get("fulfil") or []:  # {"rule", "note"}: fulfil what a call opened
+            for oid in self.irq.obligations:
+                if oid.endswith("/" + wanted["rule"]):
+                    await fulfil_obligation(oid, wanted.get("note", ""))
+        return {
+            "outcomes": outcomes,
+            "tool_calls": self.irq.tool_calls,
+            "obligations": list(self.irq.obligations),
+        }
 
 
 WORKFLOWS = [PolicyAgent]

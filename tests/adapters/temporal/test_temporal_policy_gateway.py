@@ -22,7 +22,7 @@ import pytest
 from backend_adapters.temporal.dev_server import DevServer
 from console.processes import stop_process
 from tests.gateway.policy_fixtures import client
-from tests.support.policy_gateway import start_policy_gateway, start_process
+from tests.support.policy_gateway import PolicyGateway, start_policy_gateway, start_process
 
 POLICY = """
 default = "permit"
@@ -53,14 +53,35 @@ action = ["read_records"]
 object = ["phi"]
 what = "notify the CISO"
 within_s = 600
+
+[[rules]]
+id = "refund-audit"
+modality = "oblige"
+action = ["refund"]
+what = "file the refund with audit"
+within_s = 1
+
+[[rules]]
+id = "compliance-reads"
+modality = "dispense"
+action = ["read_records"]
+teams = ["compliance"]
+waives = ["phi-read-notify"]
 """
 
 
 @dataclass
 class Stack:
-    url: str
-    operator: str
+    gateway: PolicyGateway
     tool_log: Path
+
+    @property
+    def url(self) -> str:
+        return self.gateway.url
+
+    @property
+    def operator(self) -> str:
+        return self.gateway.operator
 
 
 @pytest.fixture
@@ -83,7 +104,7 @@ def stack(temporal_server: DevServer, task_queue: str, tmp_path: Path) -> Iterat
             assert worker.poll() is None, worker_log.read_text()
             assert time.monotonic() < deadline, "worker did not start"
             time.sleep(0.1)
-        yield Stack(gateway.url, gateway.operator, tool_log)
+        yield Stack(gateway, tool_log)
     finally:
         if worker is not None:
             stop_process(worker)
@@ -102,11 +123,20 @@ async def test_a_worker_guarded_by_the_gateways_policy(
 ) -> None:
     wid = f"policy-e2e-{uuid.uuid4().hex[:6]}"
     run_id = f"temporal:local/{wid}"
-    temporal_server.start_workflow(wid, "PolicyAgent", task_queue, {"calls": [
-        {"tool": "delete_backup", "args": {"id": "b-1"}},
-        {"tool": "refund", "args": {"amount": 250}},
-        {"tool": "read_records", "args": {"patient": "p-7"}, "data": ["patients"]},
-    ]})
+    temporal_server.start_workflow(wid, "PolicyAgent", task_queue, {
+        "calls": [
+            {"tool": "delete_backup", "args": {"id": "b-1"}},
+            {"tool": "refund", "args": {"amount": 250}},
+            {"tool": "read_records", "args": {"patient": "p-7"}, "data": ["patients"]},
+        ],
+        "fulfil": [{"rule": "phi-read-notify", "note": "CISO paged"}],
+    })
+    # the compliance team reads PHI too: its obligation arrives waived by the dispensation
+    cid = f"policy-e2e-c-{uuid.uuid4().hex[:6]}"
+    temporal_server.start_workflow(cid, "PolicyAgent", task_queue, {
+        "team": "compliance",
+        "calls": [{"tool": "read_records", "args": {"patient": "p-8"}, "data": ["patients"]}],
+    })
     async with client(stack.url, stack.operator) as ops:
         async def pending() -> dict[str, Any] | None:
             snap = (await ops.query("snapshot"))["data"]
@@ -136,19 +166,8 @@ async def test_a_worker_guarded_by_the_gateways_policy(
         assert executed(stack, wid) == [
             ("refund", {"amount": 250}), ("read_records", {"patient": "p-7"})
         ]
-
-        async def obligations() -> list[dict[str, Any]]:
-            return list((await ops.query("obligations", run_id=run_id))["data"])
-
-        opened: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 15
-        while not opened:
-            assert time.monotonic() < deadline, "the obligation never reached the gateway"
-            opened = await obligations()
-            if not opened:
-                await asyncio.sleep(0.2)
-        assert [(o["id"], o["rule"], o["state"], o["what"]) for o in opened] == [
-            (f"{run_id}#t3/phi-read-notify", "phi-read-notify", "open", "notify the CISO")
+        assert result["obligations"] == [
+            f"{run_id}#t2/refund-audit", f"{run_id}#t3/phi-read-notify"
         ]
         decisions = await until_decisions(ops, run_id, 3)
         assert [(d["call_id"], d["tool"], d["outcome"]) for d in decisions] == [
@@ -156,6 +175,40 @@ async def test_a_worker_guarded_by_the_gateways_policy(
             ("t2", "refund", "require_approval"),
             ("t3", "read_records", "permit"),
         ]
+
+    # open -> fulfilled by the workflow, open -> overdue (due 1 s after the call), waived
+    expected = {
+        f"{run_id}#t2/refund-audit": ("overdue", ""),
+        f"{run_id}#t3/phi-read-notify": ("fulfilled", "CISO paged"),
+        f"temporal:local/{cid}#t1/phi-read-notify": ("waived", ""),
+    }
+    assert await obligation_states(stack, [run_id, f"temporal:local/{cid}"]) == expected
+    waived = await obligations_of(stack, f"temporal:local/{cid}")
+    assert waived[0]["by"] == "compliance-reads"
+
+    # all three survive a SIGKILL of the gateway and its restart (the worker reconnects)
+    stack.gateway.kill()
+    await asyncio.to_thread(stack.gateway.restart)  # (its readiness probe runs its own loop)
+    assert await obligation_states(stack, [run_id, f"temporal:local/{cid}"]) == expected
+
+
+async def obligations_of(stack: Stack, run_id: str) -> list[dict[str, Any]]:
+    async with client(stack.url, stack.operator) as ops:
+        return list((await ops.query("obligations", run_id=run_id))["data"])
+
+
+async def obligation_states(
+    stack: Stack, run_ids: list[str], timeout_s: float = 20.0
+) -> dict[str, tuple[str, str]]:
+    """``{id: (state, note)}`` of the runs' obligations once none is ``open`` any more."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [o for r in run_ids for o in await obligations_of(stack, r)]
+        states = {o["id"]: (o["state"], o["note"]) for o in found}
+        if len(states) >= 3 and "open" not in {s for s, _ in states.values()}:
+            return states
+        assert time.monotonic() < deadline, f"obligations: {states}"
+        await asyncio.sleep(0.3)
 
 
 async def until_decisions(ops: Any, run_id: str, count: int) -> list[dict[str, Any]]:
