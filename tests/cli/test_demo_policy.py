@@ -270,3 +270,60 @@ def test_the_demo_agents_phi_exports_meet_the_policy(policy_demo: PolicyDemo) ->
         "compliance-dispensation",
     )
     assert len(demo.steps(compliance, "export report")) == 1
+
+
+@pytest.mark.slow
+def test_the_demo_policy_governs_the_operators_of_a_drop_and_a_prod_deploy(
+    policy_demo: PolicyDemo, irq_home: Path
+) -> None:
+    from console.gateway.auth import create_token
+    from console.model import Role
+
+    demo = policy_demo
+    admin = {**demo.env(), "IRQ_TOKEN": create_token(Role.ADMIN, "demo-admin", irq_home)}
+    second = {**demo.env(), "IRQ_TOKEN": create_token(Role.OPERATOR, "second-op", irq_home)}
+    janitor = demo.enqueue("db-janitor", "db-janitor-policy-0001")
+    release = demo.enqueue("release-train", "release-train-policy-0001")
+
+    def waiting() -> dict[str, dict[str, Any]] | None:
+        items = {i["run_id"].rsplit("/", 1)[-1]: i for i in _inbox(demo)}
+        return items if {janitor, release} <= items.keys() else None
+
+    items = eventually(waiting, "the drop and the deploy in the inbox", timeout=90)
+
+    # the backup deletion was refused by the policy and never ran; the drop waits for an admin
+    assert not demo.steps(janitor, "prune old backup")
+    drop = items[janitor]
+    assert (drop["action"], drop["policy"]["rule"]) == ("drop_table", "drop-table-admin")
+    refused = irq("approve", drop["id"], "--reason", "stale", "--yes", env=demo.env())
+    assert refused.code == 5, refused.stdout + refused.stderr
+    assert "drop-table-admin" in refused.stdout + refused.stderr
+    approved = irq("approve", drop["id"], "--reason", "stale", "--yes", env=admin)
+    assert approved.code == 0, approved.stdout + approved.stderr
+    eventually(lambda: demo.steps(janitor, "vacuum"), "the table dropped, then vacuumed")
+    assert len(demo.steps(janitor, "drop table")) == 1
+    shown = irq("show", janitor, "-o", "json", env=demo.env())
+    decisions = json.loads(shown.stdout)["policy_decisions"]
+    assert ("delete_backup", "prohibit", "backup-never-deleted") in {
+        (d["tool"], d["outcome"], d["winner"]) for d in decisions
+    }
+
+    # the deploy holds a prod lock: a cancel without a reason is refused, naming the rule
+    cancel = irq("cancel", release, "--yes", env=demo.env())
+    assert cancel.code == 5, cancel.stdout + cancel.stderr
+    assert "cancel-prod-lock-needs-reason" in cancel.stdout + cancel.stderr
+    # four eyes: the first approval is recorded, the same person again refused, a second delivers
+    deploy = items[release]
+    assert (deploy["policy"]["rule"], deploy["policy"]["approvers"]) == (
+        "prod-deploy-four-eyes",
+        2,
+    )
+    first = irq("approve", deploy["id"], "--reason", "ship", "--yes", env=demo.env())
+    assert first.code == 0 and "recorded" in first.stdout, first.stdout + first.stderr
+    again = irq("approve", deploy["id"], "--reason", "ship", "--yes", env=demo.env())
+    assert again.code == 5, again.stdout + again.stderr
+    assert not demo.steps(release, "deploy canary")
+    delivered = irq("approve", deploy["id"], "--reason", "ship", "--yes", env=second)
+    assert delivered.code == 0, delivered.stdout + delivered.stderr
+    eventually(lambda: demo.steps(release, "verify metrics"), "the deploy verified")
+    assert len(demo.steps(release, "deploy canary")) == 1
