@@ -137,7 +137,10 @@ class PolicyEngine:
         self._rules: list[_Compiled] = [self._compile(i, r) for i, r in enumerate(policy.rules)]
         # on -> action key -> rule indices; "" holds the rules with no action
         self._by_action: dict[str, dict[str, list[int]]] = {"tool": {}, "command": {}}
-        self._glob_rules: dict[str, list[int]] = {"tool": [], "command": []}
+        # glob actions by their literal prefix ("refund_*" under "refund_"), so a name is
+        # tested only against the globs whose prefix it starts with
+        self._glob_rules: dict[str, dict[str, list[tuple[re.Pattern[str], int]]]] = {
+            "tool": {}, "command": {}}
         for compiled in self._rules:
             rule = compiled.rule
             bucket = self._by_action[rule.on]
@@ -145,8 +148,10 @@ class PolicyEngine:
                 bucket.setdefault("", []).append(compiled.index)
             for name in compiled.action.exact:
                 bucket.setdefault(name, []).append(compiled.index)
-            if compiled.action.globs:
-                self._glob_rules[rule.on].append(compiled.index)
+            for glob in compiled.action.globs:
+                prefix = re.split(r"[*?\[]", glob, maxsplit=1)[0]
+                regex = re.compile(fnmatch.translate(glob))
+                self._glob_rules[rule.on].setdefault(prefix, []).append((regex, compiled.index))
         self._candidates: dict[tuple[str, str], tuple[_Candidate, ...]] = {}
         self._sensitive = self._sensitive_tools()
         self._meta_key = self._meta_key_function()
@@ -236,10 +241,13 @@ class PolicyEngine:
         indices.update(bucket.get(tool, ()))
         for cls in classes:
             indices.update(bucket.get(cls, ()))
-        for index in self._glob_rules.get(on, ()):
-            action = self._rules[index].action
-            if action.match(tool) is not None or any(action.match(c) for c in classes):
-                indices.add(index)
+        globs = self._glob_rules.get(on, {})
+        if globs:
+            for name in (tool, *classes):
+                for end in range(len(name) + 1):
+                    for regex, index in globs.get(name[:end], ()):
+                        if index not in indices and regex.match(name):
+                            indices.add(index)
         out = []
         for index in sorted(indices):
             compiled = self._rules[index]
