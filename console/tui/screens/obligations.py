@@ -62,16 +62,18 @@ def due_cell(ob: Obligation, now: datetime, none: str) -> Text:
 def obligation_detail(ob: Obligation, now: datetime, none: str) -> Text:
     text = Text()
     text.append(inert(ob.what or "(no description)", "bold"))
-    rows = [
-        ("state", state_cell(ob, now)),
-        ("due", Text(due_text(ob, now, none))),
-        ("run", inert(ob.run_id)),
-        ("rule", inert(ob.rule)),
-        ("tool", inert(ob.tool or none)),
-        ("created", Text(ob.created_at.isoformat(timespec="seconds"))),
-    ]
+    state = state_cell(ob, now)
+    due = due_text(ob, now, "")
+    if due:
+        state.append(f"  {due}", style="bold red" if due.startswith("overdue") else "")
+    rule = inert(ob.rule)
+    if ob.tool:
+        rule.append(" after ")
+        rule.append(inert(ob.tool))
+    times = Text(ob.created_at.isoformat(timespec="seconds"))
     if ob.due_at is not None:
-        rows.append(("due at", Text(ob.due_at.isoformat(timespec="seconds"))))
+        times.append(f", due {ob.due_at.isoformat(timespec='seconds')}")
+    rows = [("state", state), ("run", inert(ob.run_id)), ("rule", rule), ("opened", times)]
     if ob.by:
         rows.append(("by", inert(ob.by)))
     if ob.note:
