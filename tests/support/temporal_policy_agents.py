@@ -57,7 +57,17 @@ async def read_records(args: dict[str, Any]) -> dict[str, Any]:
     return _executed("read_records", args)
 
 
-TOOLS = {"refund": refund, "delete_backup": delete_backup, "read_records": read_records}
+@activity.defn
+async def deploy(args: dict[str, Any]) -> dict[str, Any]:
+    return _executed("deploy", args)
+
+
+TOOLS = {
+    "refund": refund,
+    "delete_backup": delete_backup,
+    "read_records": read_records,
+    "deploy": deploy,
+}
 
 
 @workflow.defn
@@ -109,4 +119,4 @@ class PolicyAgent:
 
 
 WORKFLOWS = [PolicyAgent]
-ACTIVITIES = [refund, delete_backup, read_records, *policy_activities()]
+ACTIVITIES = [refund, delete_backup, read_records, deploy, *policy_activities()]

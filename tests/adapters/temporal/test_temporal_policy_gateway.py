@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from backend_adapters.temporal.dev_server import DevServer
+from console.gateway.auth import create_token
+from console.model import Role
 from console.processes import stop_process
 from tests.gateway.policy_fixtures import client
 from tests.support.policy_gateway import PolicyGateway, start_policy_gateway, start_process
@@ -60,6 +62,13 @@ modality = "oblige"
 action = ["refund"]
 what = "file the refund with audit"
 within_s = 1
+
+[[rules]]
+id = "prod-deploy"
+modality = "require_approval"
+action = ["deploy"]
+approvers = 2
+description = "a prod deploy needs two people"
 
 [[rules]]
 id = "compliance-reads"
@@ -158,7 +167,7 @@ async def test_a_worker_guarded_by_the_gateways_policy(
             "type": "command", "id": uuid.uuid4().hex, "action": "decide",
             "targets": [interrupt["id"]], "decision": {"kind": "approve"},
         })
-        assert answer.get("type") != "error", answer
+        assert answer["results"][0]["outcome"] == "applied", answer
 
         close = temporal_server.result(wid)
         result = close["workflowExecutionCompletedEventAttributes"]["result"][0]
@@ -190,6 +199,46 @@ async def test_a_worker_guarded_by_the_gateways_policy(
     stack.gateway.kill()
     await asyncio.to_thread(stack.gateway.restart)  # (its readiness probe runs its own loop)
     assert await obligation_states(stack, [run_id, f"temporal:local/{cid}"]) == expected
+
+
+async def test_four_eyes_on_a_temporal_tool_call(
+    stack: Stack, temporal_server: DevServer, task_queue: str
+) -> None:
+    second = create_token(Role.OPERATOR, "ops-2", stack.gateway.home)
+    wid = f"policy-4e-{uuid.uuid4().hex[:6]}"
+    run_id = f"temporal:local/{wid}"
+    temporal_server.start_workflow(wid, "PolicyAgent", task_queue, {
+        "calls": [{"tool": "deploy", "args": {"env": "prod"}}],
+    })
+    async with client(stack.url, stack.operator) as first, client(stack.url, second) as other:
+        interrupt = None
+        deadline = time.monotonic() + 30
+        while interrupt is None:
+            assert time.monotonic() < deadline, "the approval never reached the gateway's inbox"
+            snap = (await first.query("snapshot"))["data"]
+            interrupt = next(
+                (i for i in snap.get("interrupts") or [] if i["run_id"] == run_id), None
+            )
+            if interrupt is None:
+                await asyncio.sleep(0.2)
+        assert (interrupt["policy"]["rule"], interrupt["policy"]["approvers"]) == ("prod-deploy", 2)
+
+        def decide() -> dict[str, Any]:
+            return {"type": "command", "id": uuid.uuid4().hex, "action": "decide",
+                    "targets": [interrupt["id"]], "decision": {"kind": "approve"}}
+
+        one = (await first.request(decide()))["results"][0]
+        assert one["outcome"] == "recorded", one  # one approval is not enough
+        again = (await first.request(decide()))["results"][0]
+        assert again["outcome"] == "forbidden", again  # the same person twice is refused
+        await asyncio.sleep(1.0)
+        assert executed(stack, wid) == []
+        two = (await other.request(decide()))["results"][0]
+        assert two["outcome"] == "applied", two  # the second person delivers
+    close = temporal_server.result(wid)
+    result = close["workflowExecutionCompletedEventAttributes"]["result"][0]
+    assert [o["outcome"] for o in result["outcomes"]] == ["ran"]
+    assert executed(stack, wid) == [("deploy", {"env": "prod"})]  # exactly once
 
 
 async def obligations_of(stack: Stack, run_id: str) -> list[dict[str, Any]]:
