@@ -217,6 +217,29 @@ class ToolRejectedError(TerminalError):
 
 #: tool calls per handler attempt (a retry replays from the start with a new context)
 _tool_calls: weakref.WeakKeyDictionary[Context, int] = weakref.WeakKeyDictionary()
+#: obligation ids the guarded calls of a handler attempt opened (journaled results)
+_opened: weakref.WeakKeyDictionary[Context, list[str]] = weakref.WeakKeyDictionary()
+
+
+def opened_obligations(ctx: Context) -> list[str]:
+    """Ids of the obligations this handler's guarded calls opened so far."""
+    return list(_opened.get(ctx, []))
+
+
+async def fulfil_obligation(ctx: Context, obligation_id: str, note: str = "") -> None:
+    """Tell the gateway the handler fulfilled ``obligation_id`` (in a journaled ``ctx.run``,
+    so a replay does not send it again)."""
+    from backend_adapters import policy_guard
+
+    native_id = ctx.request().id
+    where = os.environ.get(ENV_CONTEXT) or "local"
+
+    def send() -> None:
+        policy_guard.fulfil_obligation(
+            obligation_id, note, backend=BACKEND, context=where, native_id=native_id
+        )
+
+    await ctx.run_typed(f"irq.fulfil:{obligation_id.rpartition('#')[2]}", send)
 
 
 async def guarded_tool(
@@ -306,5 +329,6 @@ async def guarded_tool(
         return [o.id for o in opened]
 
     if decision.obligations or decision.waived:
-        await ctx.run_typed(f"irq.obligations:{call_id}", record)
+        opened = await ctx.run_typed(f"irq.obligations:{call_id}", record)
+        _opened.setdefault(ctx, []).extend(opened)
     return result

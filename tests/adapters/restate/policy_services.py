@@ -2,7 +2,8 @@
 served by hypercorn (``policy_services:app``) for ``test_restate_policy.py``.
 
 ``IrqPolicy/run`` runs the calls it is given (``{"calls": [{"tool", "args", "data"?}]}``) and
-returns one outcome per call (``ran``, ``prohibited``, ``rejected``). Every tool execution
+returns one outcome per call (``ran``, ``prohibited``, ``rejected``); then it fulfils the
+obligations of the rules in ``fulfil`` (``[{"rule", "note"}]``). Every tool execution
 appends ``<invocation id> <tool> <args json>`` to the file named by ``IRQ_RESTATE_STEPS``
 (outside Restate), the side effect the test counts.
 """
@@ -18,7 +19,13 @@ from typing import Any
 import restate
 from restate import Context
 
-from backend_adapters.restate.agent import ToolProhibitedError, ToolRejectedError, guarded_tool
+from backend_adapters.restate.agent import (
+    ToolProhibitedError,
+    ToolRejectedError,
+    fulfil_obligation,
+    guarded_tool,
+    opened_obligations,
+)
 
 policy = restate.Service("IrqPolicy")
 
@@ -53,7 +60,11 @@ async def run(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
             outcomes.append({"tool": tool, "outcome": "prohibited", "winner": err.decision["winner"]})
         except ToolRejectedError as err:
             outcomes.append({"tool": tool, "outcome": "rejected", "feedback": err.feedback})
-    return {"outcomes": outcomes}
+    for wanted in req.get("fulfil") or []:  # {"rule", "note"}: fulfil what a call opened
+        for oid in opened_obligations(ctx):
+            if oid.endswith("/" + wanted["rule"]):
+                await fulfil_obligation(ctx, oid, wanted.get("note", ""))
+    return {"outcomes": outcomes, "obligations": opened_obligations(ctx)}
 
 
 app = restate.app(services=[policy])

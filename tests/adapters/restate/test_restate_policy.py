@@ -108,7 +108,7 @@ async def test_a_restate_handler_guarded_by_the_gateways_policy(stack: Stack) ->
         {"tool": "delete_backup", "args": {"id": "b-1"}},
         {"tool": "refund", "args": {"amount": 250}},
         {"tool": "read_records", "args": {"patient": "p-7"}, "data": ["patients"]},
-    ]})
+    ], "fulfil": [{"rule": "phi-read-notify", "note": "CISO paged"}]})
     run_id = f"restate:local/{inv}"
     async with client(stack.gateway.url, stack.gateway.operator) as ops:
         interrupt = None
@@ -140,15 +140,15 @@ async def test_a_restate_handler_guarded_by_the_gateways_policy(stack: Stack) ->
             ("refund", {"amount": 250}), ("read_records", {"patient": "p-7"})
         ]
 
+        # opened after the call, then fulfilled by the handler with its note
         opened: list[dict[str, Any]] = []
         deadline = time.monotonic() + 15
-        while not opened:
-            assert time.monotonic() < deadline, "the obligation never reached the gateway"
+        while not opened or opened[0]["state"] != "fulfilled":
+            assert time.monotonic() < deadline, f"obligations of {run_id}: {opened}"
             opened = list((await ops.query("obligations", run_id=run_id))["data"])
-            if not opened:
-                await asyncio.sleep(0.2)
-        assert [(o["id"], o["state"], o["what"]) for o in opened] == [
-            (f"{run_id}#t3/phi-read-notify", "open", "notify the CISO")
+            await asyncio.sleep(0.2)
+        assert [(o["id"], o["state"], o["what"], o["note"]) for o in opened] == [
+            (f"{run_id}#t3/phi-read-notify", "fulfilled", "notify the CISO", "CISO paged")
         ]
         deadline = time.monotonic() + 15
         while True:
