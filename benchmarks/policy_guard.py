@@ -24,6 +24,7 @@ datasets. Then it measures, on this machine:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -176,18 +177,26 @@ def percentiles(samples_ns: list[int]) -> dict[str, float]:
             "mean": statistics.fmean(ordered) / 1e3}
 
 
-def time_engine(engine: PolicyEngine, calls: list[Invocation]) -> tuple[list[int], float, float]:
+def time_engine(
+    engine: PolicyEngine, calls: list[Invocation]
+) -> tuple[list[int], list[int], float, float]:
+    """Wall time and this thread's CPU time per evaluate (on a shared machine the wall p99
+    includes the time other processes held the core)."""
     samples = []
+    cpu_samples = []
     matched = 0
     candidates = 0
     clock = time.perf_counter_ns
+    cpu = time.thread_time_ns
     for inv in calls:
+        start_cpu = cpu()
         start = clock()
         decision = engine.evaluate(inv)
         samples.append(clock() - start)
+        cpu_samples.append(cpu() - start_cpu)
         matched += len(decision.rules)
         candidates += len(engine.candidates(inv.on, inv.tool))
-    return samples, matched / len(calls), candidates / len(calls)
+    return samples, cpu_samples, matched / len(calls), candidates / len(calls)
 
 
 def activation(inv: Invocation, engine: PolicyEngine) -> dict[str, Any]:
@@ -219,6 +228,21 @@ def time_baseline(
     return samples
 
 
+class FullCollections:
+    """Gen-2 (full) garbage collections and how long each took: with a 10,000-class policy in
+    memory a full collection walks every object, and the call that triggers it pays for it."""
+
+    def __init__(self) -> None:
+        self.pauses_ms: list[float] = []
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        elif info.get("generation") == 2:
+            self.pauses_ms.append((time.perf_counter() - self._start) * 1e3)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", type=int, default=1000)
@@ -247,8 +271,11 @@ def main() -> None:
     depth_lineage = max(len(engine.taxonomy.lineage.upstream(d)) for d in policy.datasets)
 
     calls = make_calls(opts.calls, world, rng)
-    samples, matched, candidates = time_engine(engine, calls)
-    warm, _, _ = time_engine(engine, calls)
+    collections = FullCollections()
+    gc.callbacks.append(collections)
+    samples, samples_cpu, matched, candidates = time_engine(engine, calls)
+    warm, warm_cpu, _, _ = time_engine(engine, calls)
+    gc.callbacks.remove(collections)
     programs = [cel.compile(r.condition) for r in policy.rules if r.condition]
     base_ctx = time_baseline(programs, engine, calls[: opts.baseline_calls], prebuilt=True)
     base_dict = time_baseline(programs, engine, calls[: opts.dict_calls], prebuilt=False)
@@ -268,7 +295,9 @@ def main() -> None:
     print(f"{'measure':<52} {'calls':>7} {'p50 µs':>9} {'p99 µs':>9} {'max µs':>9} {'mean µs':>9}")
     rows = [
         ("PolicyEngine.evaluate (indexed, full decision)", samples),
+        ("  CPU time of the same calls", samples_cpu),
         ("  the same calls again (candidate lists cached)", warm),
+        ("  CPU time of those", warm_cpu),
         ("baseline: cel, every rule's condition, one Context", base_ctx),
         ("baseline: cel, every rule's condition, dict/execute", base_dict),
     ]
@@ -276,12 +305,19 @@ def main() -> None:
         p = percentiles(data)
         print(f"{name:<52} {len(data):>7} {p['p50']:>9.1f} {p['p99']:>9.1f} {p['max']:>9.1f} "
               f"{p['mean']:>9.1f}")
+    if collections.pauses_ms:
+        print(f"full garbage collections during the {2 * len(calls)} engine calls: "
+              f"{len(collections.pauses_ms)}, longest {max(collections.pauses_ms):.0f} ms "
+              f"(the max column)")
     print()
     print(f"reload (parse TOML + validate + compile {conditions} conditions + index): "
           f"median {statistics.median(reloads):.0f} ms, min {min(reloads):.0f} ms, "
           f"max {max(reloads):.0f} ms over {len(reloads)}")
     p99 = percentiles(samples)["p99"]
-    print(f"goal p99 < 1000 µs: {'met' if p99 < 1000 else 'NOT met'} ({p99:.0f} µs)")
+    p99_cpu = percentiles(samples_cpu)["p99"]
+    print(f"goal p99 < 1000 µs: wall {'met' if p99 < 1000 else 'NOT met'} ({p99:.0f} µs), "
+          f"CPU {'met' if p99_cpu < 1000 else 'NOT met'} ({p99_cpu:.0f} µs); load average "
+          f"during the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

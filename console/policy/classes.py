@@ -166,6 +166,7 @@ class DataFacts:
     direct: frozenset[str]  # the dataset names the call itself named
     sorted_classes: tuple[str, ...]
     sorted_datasets: tuple[str, ...]
+    names: frozenset[str]  # classes | datasets: what a rule's object may name
 
 
 class Taxonomy:
@@ -212,7 +213,7 @@ class Taxonomy:
                 classes |= self.data_classes.ancestors(item)
         facts = DataFacts(
             frozenset(classes), frozenset(datasets), frozenset(direct),
-            tuple(sorted(classes)), tuple(sorted(datasets)),
+            tuple(sorted(classes)), tuple(sorted(datasets)), frozenset(classes | datasets),
         )
         if len(self._data_cache) >= 4096:
             self._data_cache.clear()

@@ -305,6 +305,10 @@ class PolicyEngine:
                 subject_why = found
             obj_score, obj_why = 0, ""
             if compiled.rule.object:
+                objects = compiled.objects
+                if (facts is not None and not objects.globs
+                        and objects.exact.isdisjoint(facts.names)):
+                    continue  # the common miss, answered by one set operation
                 obj = self._object(compiled, facts, kinds)
                 if obj is None:
                     continue
@@ -346,6 +350,9 @@ class PolicyEngine:
 
     @staticmethod
     def _subject(compiled: _Compiled, inv: Invocation) -> str | None:
+        for inv_field, _word, patterns in compiled.subject:  # reject first, cheaply
+            if not patterns.globs and getattr(inv, inv_field) not in patterns.exact:
+                return None
         parts: list[str] = []
         for inv_field, word, patterns in compiled.subject:
             value = getattr(inv, inv_field)
