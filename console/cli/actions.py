@@ -3,20 +3,31 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.bulk import (
+    DEFAULT_MAX,
+    FilterOption,
+    MaxOption,
+    bulk_action,
+    refuse_ids_and_filter,
+)
 from console.cli.completion import complete_run_ids
+
+# the confirmation path lives in console.cli.confirm (bulk uses it too); re-exported here
+# for the commands that import it from this module
+from console.cli.confirm import ask_or_stop as ask_or_stop
+from console.cli.confirm import interactive as interactive
+from console.cli.confirm import refuse_unconfirmable as refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
     OutputOption,
     emit,
-    hint,
     stderr_console,
     stdout_console,
     suggest,
@@ -28,9 +39,9 @@ from console.cli.session import (
     UrlOption,
     connection_of,
     expand_run_ids,
-    read_only_guard,
     with_gateway,
 )
+from console.cli.wait import WaitOption, refuse_bad_wait
 
 if TYPE_CHECKING:
     from console.client import GatewayClient
@@ -47,9 +58,9 @@ ACTION_HELP: dict[str, str] = {
 }
 
 RunsArgument = Annotated[
-    list[str],
+    list[str] | None,
     typer.Argument(
-        help="Run ids, native ids, or unambiguous prefixes of them.",
+        help="Run ids, native ids, or unambiguous prefixes of them (or --filter).",
         show_default=False,
         metavar="RUN...",
         autocompletion=complete_run_ids,
@@ -72,40 +83,6 @@ KeyOption = Annotated[
         help="Idempotency key: repeating a command with the same key never applies it twice.",
     ),
 ]
-
-
-def interactive() -> bool:
-    """Whether we may ask the operator (stdin is a terminal)."""
-    try:
-        return sys.stdin.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-# One confirmation path for every mutation (run actions and interrupt decisions): a
-# read-only context refuses, no terminal and no --yes refuses (exit 2), and on a terminal
-# the operator sees what will happen and answers a question whose default is No.
-
-
-def refuse_unconfirmable(conn: Connection, what: str, *, yes: bool, dry_run: bool) -> None:
-    """Before connecting: exit 5 in a read-only context, exit 2 when nobody can confirm
-    (stdin is not a terminal and --yes was not given). A dry run changes nothing: it passes."""
-    if dry_run:
-        return
-    read_only_guard(conn, what)
-    if not yes and not interactive():
-        fail(
-            ExitCode.USAGE,
-            f"refusing to {what} without confirmation: stdin is not a terminal",
-            hint="pass --yes to confirm, or --dry-run to see what would happen",
-        )
-
-
-def ask_or_stop(question: str) -> None:
-    """Ask on stderr, default No; anything but yes prints "nothing done" and exits 1."""
-    if not typer.confirm(question, default=False, err=True):
-        hint("nothing done")
-        raise typer.Exit(int(ExitCode.FAILED))
 
 
 @dataclass
@@ -157,6 +134,7 @@ def run_action(
     dry_run: bool,
     key: str | None,
     output: OutputFormat,
+    wait_s: float | None = None,
 ) -> None:
     refuse_unconfirmable(conn, action, yes=yes, dry_run=dry_run)
 
@@ -183,6 +161,19 @@ def run_action(
         targets = expand_run_ids(client.view, queries)
         return await client.command(action, targets, reason=reason, key=key)
 
+    if wait_s is not None:  # subscribed: wait for the effect on the same connection
+        from console.cli.bulk import finish
+        from console.cli.wait import wait_for_effects, with_live_gateway
+
+        async def act_and_wait(client: GatewayClient) -> tuple[list[CommandResult], Any]:
+            results = await act(client)
+            applied = [r.target for r in results if r.outcome == "applied"]
+            return results, await wait_for_effects(client, action, applied, wait_s)
+
+        results, waited = with_live_gateway(conn, act_and_wait)
+        finish(action, results, waited, output, _next_steps(action, queries, results))
+        return
+
     results = with_gateway(conn, act)
     code = print_results(results, output)
     if output is OutputFormat.TEXT:
@@ -194,7 +185,10 @@ def run_action(
 def make_action_command(action: str) -> Callable[..., None]:
     def command(
         ctx: typer.Context,
-        runs: RunsArgument,
+        runs: RunsArgument = None,
+        filter_expr: FilterOption = None,
+        max_n: MaxOption = DEFAULT_MAX,
+        wait: WaitOption = None,
         reason: ReasonOption = "",
         yes: YesOption = False,
         dry_run: DryRunOption = False,
@@ -204,15 +198,33 @@ def make_action_command(action: str) -> Callable[..., None]:
         token: TokenOption = None,
         context: ContextOption = None,
     ) -> None:
+        refuse_ids_and_filter(runs or [], filter_expr, "run")
+        refuse_bad_wait(wait)
+        conn = connection_of(ctx, url, token, context)
+        if filter_expr is not None:
+            bulk_action(
+                conn,
+                action,
+                filter_expr,
+                reason=reason,
+                yes=yes,
+                dry_run=dry_run,
+                key=key,
+                output=output,
+                max_n=max_n,
+                wait_s=wait,
+            )
+            return
         run_action(
-            connection_of(ctx, url, token, context),
+            conn,
             action,
-            runs,
+            runs or [],
             reason=reason,
             yes=yes,
             dry_run=dry_run,
             key=key,
             output=output,
+            wait_s=wait,
         )
 
     command.__name__ = f"{action}_command"

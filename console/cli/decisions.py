@@ -27,6 +27,13 @@ from console.cli.actions import (
     ask_or_stop,
     refuse_unconfirmable,
 )
+from console.cli.bulk import (
+    DEFAULT_MAX,
+    FilterOption,
+    MaxOption,
+    bulk_decide,
+    refuse_ids_and_filter,
+)
 from console.cli.completion import complete_pending_interrupt_ids
 from console.cli.exits import ExitCode, fail
 from console.cli.output import (
@@ -48,6 +55,7 @@ from console.cli.session import (
     expand_interrupt_id,
     with_gateway,
 )
+from console.cli.wait import WaitOption, refuse_bad_wait
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,9 +65,10 @@ if TYPE_CHECKING:
     from console.model import CommandResult, Decision, Interrupt
 
 InterruptArgument = Annotated[
-    str,
+    str | None,
     typer.Argument(
-        help="Interrupt id (RUN_ID#INTERRUPT_ID), its native id, or an unambiguous prefix.",
+        help="Interrupt id (RUN_ID#INTERRUPT_ID), its native id, or an unambiguous prefix "
+        "(or --filter).",
         show_default=False,
         metavar="INTERRUPT",
         autocompletion=complete_pending_interrupt_ids,
@@ -211,7 +220,7 @@ _DECISION_INPUT = {
 
 def decide(
     conn: Connection,
-    interrupt: str,
+    interrupt: str | None,
     decision: Decision,
     *,
     reason: str,
@@ -220,12 +229,34 @@ def decide(
     yes: bool = False,
     dry_run: bool = False,
     merge_args: bool = False,
+    filter_expr: str | None = None,
+    max_n: int = DEFAULT_MAX,
+    wait_s: float | None = None,
 ) -> None:
     """Send ``decision`` about one interrupt, after the operator saw it and said yes (or
     passed --yes); ``merge_args`` lays an edit's arguments over the proposed ones (from the
-    snapshot) instead of replacing them."""
+    snapshot) instead of replacing them. With ``filter_expr``: every pending interrupt the
+    filter selects (``console.cli.bulk``). ``wait_s``: wait until the agent consumed it."""
     from console.model import Action
 
+    refuse_ids_and_filter([interrupt] if interrupt else [], filter_expr, "interrupt")
+    refuse_bad_wait(wait_s)
+    if filter_expr is not None:
+        bulk_decide(
+            conn,
+            filter_expr,
+            decision,
+            reason=reason,
+            yes=yes,
+            dry_run=dry_run,
+            key=key,
+            output=output,
+            max_n=max_n,
+            wait_s=wait_s,
+            merge_args=merge_args,
+        )
+        return
+    assert interrupt is not None
     kind = decision.kind.value
     refuse_unconfirmable(conn, f"{kind} an interrupt", yes=yes, dry_run=dry_run)
 
@@ -246,6 +277,16 @@ def decide(
             preview = _prepare(client, interrupt, decision, merge_args=merge_args)
             return preview, await send(client, preview)
 
+        if wait_s is not None:
+            from console.cli.wait import with_live_gateway
+
+            async def prepare_send_wait(client: GatewayClient) -> tuple[DecisionPreview, Any]:
+                preview, results = await prepare_and_send(client)
+                return preview, (results, await _wait_applied(client, results, wait_s))
+
+            preview, (results, waited) = with_live_gateway(conn, prepare_send_wait)
+            _finish_waited(preview.interrupt_id, results, waited, output)
+            return
         preview, results = with_gateway(conn, prepare_and_send)
     else:
 
@@ -280,6 +321,16 @@ def decide(
         async def send_prepared(client: GatewayClient) -> list[CommandResult]:
             return await send(client, preview)
 
+        if wait_s is not None:
+            from console.cli.wait import with_live_gateway
+
+            async def send_and_wait(client: GatewayClient) -> tuple[list[CommandResult], Any]:
+                results = await send(client, preview)
+                return results, await _wait_applied(client, results, wait_s)
+
+            results, waited = with_live_gateway(conn, send_and_wait)
+            _finish_waited(preview.interrupt_id, results, waited, output)
+            return
         results = with_gateway(conn, send_prepared)
 
     interrupt_id = preview.interrupt_id
@@ -294,9 +345,30 @@ def decide(
         raise typer.Exit(int(code))
 
 
+async def _wait_applied(
+    client: GatewayClient, results: list[CommandResult], wait_s: float
+) -> Any:
+    from console.cli.wait import wait_for_effects
+
+    applied = [r.target for r in results if r.outcome == "applied"]
+    return await wait_for_effects(client, "decide", applied, wait_s)
+
+
+def _finish_waited(
+    interrupt_id: str, results: list[CommandResult], waited: Any, output: OutputFormat
+) -> None:
+    from console.cli.bulk import finish
+
+    run_id = interrupt_id.partition("#")[0]
+    finish("decide", results, waited, output, [f"irq show {run_id}", "irq inbox"])
+
+
 def approve_command(
     ctx: typer.Context,
-    interrupt: InterruptArgument,
+    interrupt: InterruptArgument = None,
+    filter_expr: FilterOption = None,
+    max_n: MaxOption = DEFAULT_MAX,
+    wait: WaitOption = None,
     reason: ReasonOption = "",
     yes: YesOption = False,
     dry_run: DryRunOption = False,
@@ -318,12 +390,14 @@ def approve_command(
         output=output,
         yes=yes,
         dry_run=dry_run,
+        filter_expr=filter_expr,
+        max_n=max_n,
+        wait_s=wait,
     )
 
 
 def edit_command(
     ctx: typer.Context,
-    interrupt: InterruptArgument,
     args: Annotated[
         str,
         typer.Option(
@@ -334,6 +408,10 @@ def edit_command(
             show_default=False,
         ),
     ],
+    interrupt: InterruptArgument = None,
+    filter_expr: FilterOption = None,
+    max_n: MaxOption = DEFAULT_MAX,
+    wait: WaitOption = None,
     merge: Annotated[
         bool,
         typer.Option(
@@ -367,12 +445,14 @@ def edit_command(
         yes=yes,
         dry_run=dry_run,
         merge_args=merge,
+        filter_expr=filter_expr,
+        max_n=max_n,
+        wait_s=wait,
     )
 
 
 def reject_command(
     ctx: typer.Context,
-    interrupt: InterruptArgument,
     feedback: Annotated[
         str,
         typer.Option(
@@ -382,6 +462,10 @@ def reject_command(
             show_default=False,
         ),
     ],
+    interrupt: InterruptArgument = None,
+    filter_expr: FilterOption = None,
+    max_n: MaxOption = DEFAULT_MAX,
+    wait: WaitOption = None,
     reason: ReasonOption = "",
     yes: YesOption = False,
     dry_run: DryRunOption = False,
@@ -403,12 +487,18 @@ def reject_command(
         output=output,
         yes=yes,
         dry_run=dry_run,
+        filter_expr=filter_expr,
+        max_n=max_n,
+        wait_s=wait,
     )
 
 
 def respond_command(
     ctx: typer.Context,
-    interrupt: InterruptArgument,
+    interrupt: InterruptArgument = None,
+    filter_expr: FilterOption = None,
+    max_n: MaxOption = DEFAULT_MAX,
+    wait: WaitOption = None,
     text: Annotated[
         str | None,
         typer.Option("--text", help="The answer, as text.", show_default=False),
@@ -446,4 +536,7 @@ def respond_command(
         output=output,
         yes=yes,
         dry_run=dry_run,
+        filter_expr=filter_expr,
+        max_n=max_n,
+        wait_s=wait,
     )

@@ -2,7 +2,7 @@
 
 Scripts depend on these numbers (docs/json-contract.md, "Exit codes"): 0 ok, 1 failed,
 2 usage, 3 not found, 4 conflict, 5 unauthorized or forbidden, 6 gateway or backend
-unreachable.
+unreachable, 7 timed out waiting for the outcome (``--wait``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class ExitCode(IntEnum):
     CONFLICT = 4
     UNAUTHORIZED = 5
     UNREACHABLE = 6
+    TIMED_OUT = 7  # --wait: the effect was not observed in time
 
 
 #: gateway error codes (error frames, CommandResult.error) -> exit code

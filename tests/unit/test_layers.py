@@ -44,6 +44,8 @@ FORBIDDEN: dict[str, set[str]] = {
                                  "backend_adapters"} | _UPPER_CONSOLE | _NOT_PRODUCT,
     "console/ids.py": {"textual", "typer", "websockets", "console.client", "backend_adapters"}
     | _UPPER_CONSOLE | _NOT_PRODUCT,
+    "console/run_filter.py": {"textual", "typer", "websockets", "console.client",
+                              "backend_adapters"} | _UPPER_CONSOLE | _NOT_PRODUCT,
     "console/policy": {"textual", "typer", "websockets", "console.client", "backend_adapters"}
     | _UPPER_CONSOLE | _NOT_PRODUCT,
     "console/client.py": {"textual", "typer"} | _UPPER_CONSOLE | _NOT_PRODUCT,
