@@ -88,9 +88,12 @@ Use the command line:
   irq watch                      live events as JSON lines
   irq audit                      who did what, why, and what happened
   irq policy show                the policy the demo runs on (console/demo/policy.toml)
-  irq policy explain --tool export_report --args '{"dataset":"monthly_summary"}' \
+  irq policy explain --tool export_report --args '{"dataset":"monthly_summary"}' \\
       --agent analytics-agent --team research --data monthly_summary
+                                 why a PHI export waits for approval (rules, conflict, winner)
   irq obligations                obligations the agents' tool calls opened (CISO notices)
+  irq token create --role admin  approving a drop_table needs an admin; a prod deploy needs
+                                 two operators (irq token create --role operator --name NAME)
 Every listing takes -o json or -o jsonl; run `irq COMMAND --help` for details."""
 
 
