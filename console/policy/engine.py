@@ -178,22 +178,29 @@ class PolicyEngine:
 
     def _sensitive_tools(self) -> set[str]:
         tools = self.taxonomy.tools()
+        rules = [r for r in self.policy.rules if r.sensitive and r.on == "tool"]
+        if not rules:
+            return set()
+        members: dict[str, set[str]] = {}  # tool class -> the declared tools in it
+        for tool in tools:
+            for cls in self.taxonomy.classes_of_tool(tool):
+                members.setdefault(cls, set()).add(tool)
         out: set[str] = set()
-        for rule in self.policy.rules:
-            if not rule.sensitive or rule.on != "tool":
-                continue
+        for rule in rules:
             if not rule.action:
                 out.update(tools)
                 continue
             patterns = _Patterns(rule.action)
-            for name in rule.action:
-                if not _is_glob(name) and name not in self.taxonomy.tool_classes:
+            for name in patterns.exact:
+                if name in self.taxonomy.tool_classes:
+                    out |= members.get(name, set())
+                else:
                     out.add(name)
-            for tool in tools:
-                if patterns.match(tool) or any(
-                    patterns.match(c) for c in self.taxonomy.classes_of_tool(tool)
-                ):
-                    out.add(tool)
+            if patterns.globs:
+                out.update(t for t in tools if patterns.match(t) is not None)
+                for cls, inside in members.items():
+                    if patterns.match(cls) is not None:
+                        out |= inside
         return out
 
     def _meta_key_function(self) -> Callable[[Rule, int], tuple[int, ...]]:
@@ -220,13 +227,16 @@ class PolicyEngine:
         return set(self._sensitive)
 
     def is_sensitive(self, tool: str) -> bool:
+        """Whether ``tool`` fails closed without a policy (also a tool not declared under
+        [tools] that a sensitive glob or action-less rule covers)."""
         if tool in self._sensitive:
             return True
+        # a tool the policy does not declare has no classes: a glob or an empty action only
         return any(
-            rule.sensitive and rule.on == "tool" and (
-                not rule.action or _Patterns(rule.action).match(tool) is not None
+            c.rule.sensitive and c.rule.on == "tool" and (
+                not c.rule.action or (c.action.globs and c.action.match(tool) is not None)
             )
-            for rule in self.policy.rules
+            for c in self._rules
         )
 
     def candidates(self, on: str, tool: str) -> tuple[_Candidate, ...]:

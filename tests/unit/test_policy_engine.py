@@ -360,8 +360,13 @@ def test_sensitive_tools_by_name_and_by_class():
         'id = "d"\nmodality = "require_approval"\naction = ["destructive"]\nsensitive = true',
         'id = "w"\nmodality = "prohibit"\naction = ["wire_money"]\nsensitive = true',
         'id = "r"\nmodality = "permit"\naction = ["read"]',
+        'id = "g"\nmodality = "prohibit"\naction = ["purge_*"]\nsensitive = true',
         head=head,
     ))
     assert e.sensitive_tools() == {"delete_backup", "drop_table", "wire_money"}
     assert e.is_sensitive("drop_table") and not e.is_sensitive("read")
+    assert e.is_sensitive("purge_logs")  # undeclared, covered by a sensitive glob
+    assert not e.is_sensitive("something_else")
+    assert engine(rules('id = "all"\nmodality = "oblige"\nwhat = "w"\nsensitive = true')) \
+        .is_sensitive("anything")
     assert e.version == e.policy.version
