@@ -43,10 +43,10 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
 
@@ -63,6 +63,9 @@ DecisionName = Literal["approve", "edit", "reject", "respond"]
 ALL: tuple[DecisionName, ...] = ("approve", "edit", "reject", "respond")
 ENV_CONTEXT = "IRQ_AGENT_CONTEXT"
 R = TypeVar("R")
+
+if TYPE_CHECKING:
+    from console.policy.model import PolicyDecision
 
 
 def _checked_schema(args_schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -198,7 +201,7 @@ def guarded_tool(
     context: str | None = None,
     node: NodeContext | None = None,
 ) -> R:
-    """Call ``fn(**args)`` inside a node if irq's policy allows it.
+    """Call ``fn(**args)`` inside a (sync) node if irq's policy allows it.
 
     The decision is evaluated in the node, before any ``interrupt()``: prohibit ->
     ``policy_guard.ToolProhibited`` (``fn`` never runs); require_approval -> :func:`ask` with
@@ -208,58 +211,140 @@ def guarded_tool(
     journals no decision: when the node runs again after the reply, the call is evaluated
     again under the policy of that moment (a decision reported twice has the same call id,
     ``<node>:t<n>`` with n counting the node's guarded calls in this Agent Server run, and
-    the gateway keeps one).
+    the gateway keeps one). In an async node use :func:`aguarded_tool`.
     """
-    from backend_adapters import policy_guard
+    call = _GuardedCall.start(tool, node, context)
+    decision = call.decide(args, agent=agent, team=team, data=data, sensitive=sensitive)
+    final_args = call.approve(decision, args, args_schema)
+    result = fn(**final_args)
+    call.opened(decision)
+    return result
 
-    where = node or NodeContext.current()
-    key = where.run_id or where.thread_id
-    if key not in _guarded_calls and len(_guarded_calls) >= 1000:
-        _guarded_calls.pop(next(iter(_guarded_calls)))
-    calls = _guarded_calls.setdefault(key, {})
-    n = calls[where.node] = calls.get(where.node, 0) + 1
-    call_id = f"{where.node}:t{n}"
-    ctx = context if context is not None else (os.environ.get(ENV_CONTEXT) or "local")
-    native_id = where.thread_id
-    decision = policy_guard.check_call(
-        tool,
-        dict(args),
-        data=list(data),
-        agent=agent,
-        team=team,
-        sensitive=sensitive,
-        backend=BACKEND,
-        context=ctx,
-        native_id=native_id,
+
+async def aguarded_tool(
+    tool: str,
+    args: Mapping[str, Any],
+    fn: Callable[..., Awaitable[R]],
+    *,
+    agent: str,
+    team: str = "",
+    data: Sequence[str] = (),
+    sensitive: bool = False,
+    args_schema: Mapping[str, Any] | None = None,
+    context: str | None = None,
+    node: NodeContext | None = None,
+) -> R:
+    """:func:`guarded_tool` for an async node and an async ``fn``: the check (which may wait
+    for the policy on the process's first call) and the reports run in a worker thread, off
+    the Agent Server's event loop."""
+    call = _GuardedCall.start(tool, node, context)
+    decision = await asyncio.to_thread(
+        call.decide, args, agent=agent, team=team, data=data, sensitive=sensitive
     )
-    policy_guard.report_decision(
-        decision, tool=tool, call_id=call_id, backend=BACKEND, context=ctx, native_id=native_id
-    )
-    if decision.outcome == "prohibit":
-        raise policy_guard.ToolProhibited(decision, tool)
-    final_args = dict(args)
-    if decision.outcome == "require_approval":
-        asked = policy_guard.approval_request(tool, final_args, decision, args_schema=args_schema)
+    final_args = call.approve(decision, args, args_schema)
+    result = await fn(**final_args)
+    await asyncio.to_thread(call.opened, decision)
+    return result
+
+
+#: guarded calls per node execution (keyed by the Agent Server run), for deterministic call ids
+_guarded_calls: dict[str, dict[str, int]] = {}
+
+
+@dataclass(frozen=True)
+class _GuardedCall:
+    """One guarded call: where it runs and its call id; the steps of the guard."""
+
+    tool: str
+    call_id: str
+    context: str
+    native_id: str
+
+    @classmethod
+    def start(cls, tool: str, node: NodeContext | None, context: str | None) -> _GuardedCall:
+        where = node or NodeContext.current()
+        key = where.run_id or where.thread_id
+        if key not in _guarded_calls and len(_guarded_calls) >= 1000:
+            _guarded_calls.pop(next(iter(_guarded_calls)))
+        calls = _guarded_calls.setdefault(key, {})
+        n = calls[where.node] = calls.get(where.node, 0) + 1
+        return cls(
+            tool=tool,
+            call_id=f"{where.node}:t{n}",
+            context=context if context is not None else (os.environ.get(ENV_CONTEXT) or "local"),
+            native_id=where.thread_id,
+        )
+
+    def decide(
+        self,
+        args: Mapping[str, Any],
+        *,
+        agent: str,
+        team: str,
+        data: Sequence[str],
+        sensitive: bool,
+    ) -> PolicyDecision:
+        """Check and report the decision; ToolProhibited on prohibit."""
+        from backend_adapters import policy_guard
+
+        decision = policy_guard.check_call(
+            self.tool,
+            dict(args),
+            data=list(data),
+            agent=agent,
+            team=team,
+            sensitive=sensitive,
+            backend=BACKEND,
+            context=self.context,
+            native_id=self.native_id,
+        )
+        policy_guard.report_decision(
+            decision,
+            tool=self.tool,
+            call_id=self.call_id,
+            backend=BACKEND,
+            context=self.context,
+            native_id=self.native_id,
+        )
+        if decision.outcome == "prohibit":
+            raise policy_guard.ToolProhibited(decision, self.tool)
+        return decision
+
+    def approve(
+        self,
+        decision: PolicyDecision,
+        args: Mapping[str, Any],
+        args_schema: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The args to run with: asks when the decision requires an approval."""
+        from backend_adapters import policy_guard
+
+        if decision.outcome != "require_approval":
+            return dict(args)
+        asked = policy_guard.approval_request(self.tool, args, decision, args_schema=args_schema)
         reply = ask(
-            tool,
-            final_args,
+            self.tool,
+            asked.args,
             description=asked.description,
             allowed=[d for d in ALL if d in asked.allowed_decisions],
             args_schema=asked.args_schema,
             policy=asked.policy,
         )
         if not reply.approved:
-            raise policy_guard.ToolRejected(reply.text, tool, decision)
-        final_args = reply.args
-    result = fn(**final_args)
-    policy_guard.open_obligations(
-        decision, tool=tool, call_id=call_id, backend=BACKEND, context=ctx, native_id=native_id
-    )
-    return result
+            raise policy_guard.ToolRejected(reply.text, self.tool, decision)
+        return reply.args
 
+    def opened(self, decision: PolicyDecision) -> None:
+        from backend_adapters import policy_guard
 
-#: guarded calls per node execution (keyed by the Agent Server run), for deterministic call ids
-_guarded_calls: dict[str, dict[str, int]] = {}
+        policy_guard.open_obligations(
+            decision,
+            tool=self.tool,
+            call_id=self.call_id,
+            backend=BACKEND,
+            context=self.context,
+            native_id=self.native_id,
+        )
 
 
 # ------------------------------------------------------------------ middleware shape
