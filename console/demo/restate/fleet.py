@@ -65,11 +65,14 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
               server.admin_url, "--ingress", server.ingress_url, "--service", service.url],
         log=env.demo_dir / "restate-feeder.log",
     )
+    handlers = service.process()
+    if env.policy is not None:  # the gateway runs the demo policy: refunds are guarded
+        handlers.env = {**handlers.env, "IRQ_DEMO_GUARDED": "1"}
     return DemoExtension(
         name="restate",
         backends=[server.backend_url()],
         servers=[server.process(log=env.demo_dir / "restate-server.log")],
-        agents=[service.process(), feeder],
+        agents=[handlers, feeder],
     )
 
 

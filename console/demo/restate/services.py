@@ -1,7 +1,9 @@
 """The demo's restate-sdk handlers (served by hypercorn as ``console.demo.restate.services:app``).
 
 - ``DemoRefunds/refund``: looks the order up, asks irq whether to refund (edit-able amount up
-  to 500), then issues it;
+  to 500), then issues it; with ``IRQ_DEMO_GUARDED=1`` (``irq demo`` with its policy) the
+  refund is a guarded tool call of the billing agent instead: the policy decides (over 100 EUR:
+  an approval naming ``refund-approval``);
 - ``DemoSupport/clarify``: asks the operator a question (respond or reject);
 - ``DemoReports/nightly``: three slow steps holding a warehouse connection, with heartbeats to
   irq (``AgentRun``; the connection is released when the invocation is cancelled);
@@ -11,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from datetime import timedelta
@@ -19,7 +22,22 @@ from typing import Any
 import restate
 from restate import Context, InvocationRetryPolicy
 
-from backend_adapters.restate.agent import AgentResource, AgentRun, ask
+from backend_adapters.restate.agent import (
+    AgentResource,
+    AgentRun,
+    ToolProhibitedError,
+    ToolRejectedError,
+    ask,
+    guarded_tool,
+)
+
+#: set by the demo when its gateway runs the demo policy: refunds go through the policy guard
+GUARDED = os.environ.get("IRQ_DEMO_GUARDED") == "1"
+REFUND_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"amount": {"type": "integer", "minimum": 1, "maximum": 500}},
+    "required": ["amount"],
+}
 
 refunds = restate.Service("DemoRefunds")
 support = restate.Service("DemoSupport")
@@ -46,16 +64,14 @@ async def refund(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
     order = str(req.get("order") or "A-1001")
     amount = int(req.get("amount") or 120)
     await ctx.run_typed("lookup-order", _work, restate.RunOptions(), "lookup-order", 1.0)
+    if GUARDED:
+        return await _guarded_refund(ctx, order, amount)
     decision = await ask(
         ctx,
         f"Refund {amount} EUR for order {order}?",
         action="refund",
         args={"order": order, "amount": amount},
-        args_schema={
-            "type": "object",
-            "properties": {"amount": {"type": "integer", "minimum": 1, "maximum": 500}},
-            "required": ["amount"],
-        },
+        args_schema=REFUND_SCHEMA,
         allowed_decisions=["approve", "edit", "reject"],
         description="the customer says the parcel arrived damaged",
     )
@@ -63,6 +79,29 @@ async def refund(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
         return {"refunded": False, "feedback": decision.get("feedback")}
     final = (decision.get("args") or {}).get("amount", amount)
     await ctx.run_typed("issue-refund", _work, restate.RunOptions(), "issue-refund", 1.0)
+    return {"refunded": final}
+
+
+def _issue_refund(order: str, amount: int, currency: str) -> int:
+    _work("issue-refund", 1.0)
+    return amount
+
+
+async def _guarded_refund(ctx: Context, order: str, amount: int) -> dict[str, Any]:
+    try:
+        final = await guarded_tool(
+            ctx,
+            "issue_refund",
+            {"order": order, "amount": amount, "currency": "EUR"},
+            _issue_refund,
+            agent="billing-agent",
+            team="finance",
+            args_schema=REFUND_SCHEMA,
+        )
+    except ToolProhibitedError as refused:
+        return {"refunded": False, "prohibited": refused.decision.get("winner")}
+    except ToolRejectedError as rejected:
+        return {"refunded": False, "feedback": rejected.feedback}
     return {"refunded": final}
 
 
