@@ -420,12 +420,9 @@ class HeartbeatPusher:
     def _handle_policy(self, frame: dict[str, Any]) -> None:
         self.policy_frames += 1
         try:
-            if self._on_policy is not None:
-                self._on_policy(frame)
-                return
-            from backend_adapters.policy_guard import shared_policy  # noqa: PLC0415
-
-            shared_policy().update(frame)
+            sink = self._on_policy or _policy_sink
+            if sink is not None:
+                sink(frame)
         except Exception:
             log.warning("could not apply the gateway's policy frame", exc_info=True)
 
@@ -477,6 +474,18 @@ class HeartbeatPusher:
                 ws.close()
             except Exception:
                 pass
+
+
+#: where pushers without an ``on_policy`` callback hand the gateway's policy frames: set by
+#: backend_adapters.policy_guard when it is imported (the guard depends on the pusher, never
+#: the other way round); a process without a guard ignores policy frames
+_policy_sink: Callable[[dict[str, Any]], None] | None = None
+
+
+def set_policy_sink(sink: Callable[[dict[str, Any]], None] | None) -> None:
+    """Route policy frames read by every pusher without its own ``on_policy`` to ``sink``."""
+    global _policy_sink
+    _policy_sink = sink
 
 
 _shared: HeartbeatPusher | None = None

@@ -48,7 +48,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from backend_adapters.heartbeat_push import HeartbeatPusher, shared_pusher
+from backend_adapters.heartbeat_push import HeartbeatPusher, set_policy_sink, shared_pusher
 from console.policy.engine import PolicyEngine
 from console.policy.model import (
     Invocation,
@@ -205,6 +205,9 @@ _shared = PolicyCache()
 def shared_policy() -> PolicyCache:
     """The process-wide policy cache the heartbeat pusher feeds."""
     return _shared
+
+
+set_policy_sink(_shared.update)  # every pusher of this process feeds the cache
 
 
 # ---------------------------------------------------------------------------------- check

@@ -47,3 +47,11 @@ def interrupt_candidates(interrupts: Iterable[Interrupt]) -> list[Candidate]:
         run_native = intr.run_id.partition("/")[2]
         out.append(Candidate(intr.id, (intr.native_id, f"{run_native}#{intr.native_id}")))
     return out
+
+
+def obligation_alias(obligation_id: str) -> str:
+    """``RUN_NATIVE#CALL/RULE``: an obligation id without the run's backend and context (like
+    an interrupt's short id); "" when the id has no such form."""
+    run_id, _, rest = obligation_id.partition("#")
+    run_native = run_id.partition("/")[2]
+    return f"{run_native}#{rest}" if run_native and rest else ""

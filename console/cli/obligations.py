@@ -192,17 +192,9 @@ NoteOption = Annotated[
 ]
 
 
-def obligation_alias(obligation_id: str) -> str:
-    """``RUN_NATIVE#CALL/RULE``: the id without the run's backend and context (like an
-    interrupt's short id); "" when the id has no such form."""
-    run_id, _, rest = obligation_id.partition("#")
-    run_native = run_id.partition("/")[2]
-    return f"{run_native}#{rest}" if run_native and rest else ""
-
-
 def obligation_candidates(obligations: list[Obligation]) -> list[Candidate]:
     """Each obligation by its id and by its alias."""
-    from console.ids import Candidate
+    from console.ids import Candidate, obligation_alias
 
     out = []
     for o in obligations:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from console.gateway.protocol import MAX_REASON_CHARS, MAX_TARGETS, FrameError
+from console.gateway.wire_errors import MAX_REASON_CHARS, MAX_TARGETS, FrameError
 from console.policy.model import Obligation, PolicyDecision
 
 MAX_POLICY_EVENT_BYTES = 256 * 1024  # one policy_event frame on the agent channel

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+# re-exported: callers import the caps and FrameError from here
+from console.gateway.wire_errors import MAX_REASON_CHARS as MAX_REASON_CHARS
+from console.gateway.wire_errors import MAX_TARGETS as MAX_TARGETS
+from console.gateway.wire_errors import FrameError as FrameError
 from console.model import Action, DecisionKind, Resource
 
 if TYPE_CHECKING:
@@ -21,24 +25,12 @@ if TYPE_CHECKING:
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1 << 20  # 1 MiB
-MAX_TARGETS = 1000  # targets of one command, plan query or focus frame
-MAX_REASON_CHARS = 2000  # a command's reason
 MAX_DEPTH = 64  # nesting of arrays/objects in one frame
 MAX_BEAT_BYTES = 64 * 1024  # one heartbeat frame (details, resources) on the agent channel
 MAX_RESOURCES = 64  # resources reported by one heartbeat
 MAX_SEQ = 2**53  # a heartbeat's seq (epoch milliseconds fit many times over)
 MAX_INTERVAL_S = 3600.0  # a heartbeat's announced cadence
 MAX_TIMEOUT_S = 86_400.0  # a heartbeat's announced timeout
-
-
-class FrameError(Exception):
-    """A frame that cannot be accepted. ``code`` goes into the error frame."""
-
-    def __init__(self, code: str, message: str, ref: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.ref = ref
 
 
 class _Msg(BaseModel):
