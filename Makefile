@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/tui_render.py --size 200x50
 	$(BIN)/python benchmarks/tui_render.py --size 80x24
 	$(BIN)/python benchmarks/temporal_observe.py
+	$(BIN)/python benchmarks/policy_guard.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py --poll 0.5
 	$(BIN)/python benchmarks/temporal_dead_worker.py --poll 0.1 --rps 20 --trials 3
