@@ -1,0 +1,131 @@
+"""The shared filter grammar (console.run_filter): the keys the CLI's --filter added to the
+TUI's / (age>, age<, name:, resource:, tool:, has:<resource kind>) and inbox items."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from console.model import Interrupt, Resource, Run, RunState
+from console.run_filter import FilterQuery, parse_duration, run_age_s
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def run(
+    native: str,
+    *,
+    name: str = "",
+    backend: str = "dbos",
+    context: str = "local",
+    state: RunState = RunState.RUNNING,
+    beat_age_s: float | None = 5.0,
+    updated_age_s: float = 1.0,
+    resources: list[Resource] | None = None,
+) -> Run:
+    return Run(
+        id=Run.make_id(backend, context, native),
+        backend=backend,
+        context=context,
+        native_id=native,
+        name=name,
+        state=state,
+        heartbeat_at=NOW - timedelta(seconds=beat_age_s) if beat_age_s is not None else None,
+        updated_at=NOW - timedelta(seconds=updated_age_s),
+        resources=resources or [],
+    )
+
+
+def matches(expr: str, r: Run) -> bool:
+    return FilterQuery.parse(expr).matches(r, r.state, now=NOW)
+
+
+GPU = Resource(id="gpu-0", kind="gpu", on_pause="keep")
+LOCK = Resource(id="db-lock", kind="lock", on_pause="release")
+RELEASED_GPU = Resource(id="gpu-1", kind="gpu", state="released")
+
+
+def test_durations():
+    assert parse_duration("90") == 90
+    assert parse_duration("30s") == 30
+    assert parse_duration("10m") == 600
+    assert parse_duration("2h") == 7200
+    assert parse_duration("1d") == 86400
+    assert parse_duration("ten") is None
+
+
+def test_age_is_the_heartbeat_age_or_the_time_since_the_last_update():
+    beating = run("a", beat_age_s=700, updated_age_s=1)
+    silent = run("b", beat_age_s=None, updated_age_s=30)
+    assert run_age_s(beating, NOW) == 700
+    assert run_age_s(silent, NOW) == 30
+    assert matches("age>10m", beating) and not matches("age>10m", silent)
+    assert matches("age<1m", silent) and not matches("age<1m", beating)
+    assert matches("age>20", silent) and not matches("age>40s", silent)
+    assert matches("-age>10m", silent) and not matches("-age>10m", beating)
+
+
+def test_name_is_a_substring_or_a_glob():
+    r = run("a", name="deploy-prod")
+    assert matches("name:deploy", r)
+    assert matches("name:deploy-*", r)
+    assert matches("name:DEPLOY-P?OD", r)
+    assert not matches("name:*-staging", r)
+    assert not matches("name:research", r)
+    assert matches("name:research,deploy", r)  # any value of the list
+
+
+def test_resource_matches_kind_or_id_and_has_matches_held_resources_only():
+    r = run("a", resources=[GPU, LOCK])
+    done = run("b", resources=[RELEASED_GPU])
+    assert matches("resource:gpu", r) and matches("resource:db-*", r)
+    assert not matches("resource:tpu", r)
+    assert matches("resource:gpu", done)  # resource: names what the run declares
+    assert matches("has:gpu", r) and not matches("has:gpu", done)  # has: what it holds
+    assert matches("has:lock", r) and matches("has:resource", r)
+    assert not matches("has:resource", done)
+    assert matches("-has:gpu", done)
+
+
+def test_existing_keys_still_work_together():
+    r = run("wf-1", name="trainer", backend="temporal", context="prod", resources=[GPU])
+    assert matches("backend:temporal ctx:prod has:gpu state:active trainer", r)
+    assert not matches("backend:dbos has:gpu", r)
+    assert not matches("state:terminal", r)
+    assert matches("-state:completed", r)
+    assert not matches("tool:deploy", r)  # a run has no tool
+
+
+def test_unknown_keys_are_text():
+    r = run("wf-1", name="trainer")
+    assert not matches("colour:blue", r)
+    assert matches("wf-1", r)
+
+
+def interrupt(r: Run, native: str, *, action: str, title: str, age_s: float) -> Interrupt:
+    return Interrupt(
+        id=Interrupt.make_id(r.id, native),
+        run_id=r.id,
+        native_id=native,
+        title=title,
+        action=action,
+        created_at=NOW - timedelta(seconds=age_s),
+    )
+
+
+def test_inbox_items_filter_on_tool_age_text_and_their_run():
+    r = run("wf-1", name="deployer", backend="dbos", context="east", resources=[GPU])
+    deploy = interrupt(r, "1", action="deploy_service", title="Deploy to prod?", age_s=900)
+    refund = interrupt(r, "2", action="refund", title="Refund 40 EUR", age_s=10)
+
+    def m(expr: str, i: Interrupt, run_of: Run | None = r) -> bool:
+        return FilterQuery.parse(expr).matches_interrupt(i, run_of, now=NOW)
+
+    assert m("tool:deploy*", deploy) and not m("tool:deploy*", refund)
+    assert m("tool:refund", refund)
+    assert m("age>10m", deploy) and not m("age>10m", refund)
+    assert m("prod", deploy) and not m("prod", refund)  # text: the title
+    assert m("deployer", refund)  # text: the run's name
+    assert m("backend:dbos ctx:east", refund) and not m("ctx:west", refund)
+    assert m("has:gpu state:running name:deploy", refund)
+    assert not m("has:gpu", refund, None)  # an unknown run matches no run term
+    assert m("backend:dbos tool:refund", refund, None)  # but the id still tells the backend
