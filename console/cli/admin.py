@@ -1,30 +1,20 @@
-"""Running and securing a gateway: ``irq serve`` and ``irq token create|list``."""
+"""Running a gateway: ``irq serve`` (tokens: console/cli/tokens.py)."""
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import logging
 import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
-from console.cli.output import (
-    OutputFormat,
-    OutputOption,
-    emit,
-    esc,
-    fmt_time,
-    hint,
-    make_table,
-    print_table,
-)
+from console.cli.output import hint
 from console.cli.session import global_options
 
 # -------------------------------------------------------------------------------- serve
@@ -187,126 +177,3 @@ def _has_tokens(path: Path) -> bool:
     except (OSError, json.JSONDecodeError):
         return False
     return isinstance(data, list) and bool(data)
-
-
-# -------------------------------------------------------------------------------- tokens
-
-token_app = typer.Typer(
-    help="Bearer tokens (stored hashed under IRQ_HOME; a running gateway accepts new ones "
-    "at once).",
-    no_args_is_help=True,
-)
-
-
-class TokenRole(StrEnum):
-    VIEWER = "viewer"
-    OPERATOR = "operator"
-    ADMIN = "admin"
-    AGENT = "agent"
-
-
-def _token_entries(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return []
-    except (OSError, json.JSONDecodeError) as exc:
-        fail(ExitCode.FAILED, f"cannot read the token store {path}: {exc}")
-    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
-
-
-@token_app.command("create")
-def token_create_command(
-    role: Annotated[
-        TokenRole,
-        typer.Option(
-            "--role",
-            help="viewer (read only) < operator (act and decide) < admin; agent: heartbeats "
-            "on the agent channel only.",
-            case_sensitive=False,
-            show_default=False,
-        ),
-    ],
-    name: Annotated[
-        str | None, typer.Option("--name", help="Identity recorded in the audit trail.")
-    ] = None,
-    scope: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--scope",
-            help="Agent tokens only, required, repeatable: the runs the agent may report for, "
-            "BACKEND:CONTEXT\\[/RUN_ID_PREFIX] (e.g. dbos:local, dbos:prod/nightly-; CONTEXT * "
-            "for every context of the backend).",
-            show_default=False,
-        ),
-    ] = None,
-    output: OutputOption = OutputFormat.TEXT,
-) -> None:
-    """Create a token and print it (only its hash is stored)."""
-    from console.gateway.auth import AgentScope, create_token, tokens_path
-    from console.model import Role
-
-    scopes: list[AgentScope] | None = None
-    if role is TokenRole.AGENT:
-        if not scope:
-            fail(
-                ExitCode.USAGE,
-                "an agent token needs --scope BACKEND:CONTEXT[/RUN_ID_PREFIX] (the runs it "
-                "may report for), e.g. --scope dbos:local",
-            )
-        try:
-            scopes = [AgentScope.parse(s) for s in scope]
-        except ValueError as exc:
-            fail(ExitCode.USAGE, str(exc))
-    elif scope:
-        fail(ExitCode.USAGE, f"--scope is for agent tokens; a {role.value} token has no scope")
-    path = tokens_path()
-    try:
-        token = create_token(Role(role.value), name, scopes=scopes)
-    except (OSError, ValueError) as exc:
-        fail(ExitCode.FAILED, f"cannot create a token in {path}: {exc}")
-    digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
-    identity = next(
-        (e.get("identity") for e in _token_entries(path) if e.get("sha256") == digest), name
-    )
-    record: dict[str, Any] = {"token": token, "role": role.value, "identity": identity,
-                              "store": str(path)}
-    if scopes is not None:
-        record["scopes"] = [str(s) for s in scopes]
-
-    def text() -> None:
-        sys.stdout.write(token + "\n")
-        sys.stdout.flush()
-        scoped = f" for {', '.join(record['scopes'])}" if scopes is not None else ""
-        diagnose(f"created {role.value} token {identity!r}{scoped}; its hash is stored in {path}")
-        hint("use it with: export IRQ_TOKEN=<token>  (or --token, or the config file)")
-
-    emit(output, record, text)
-
-
-@token_app.command("list")
-def token_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
-    """List token identities and roles (never the tokens themselves)."""
-    from console.gateway.auth import tokens_path
-
-    path = tokens_path()
-    entries = [
-        {"identity": e.get("identity"), "role": e.get("role"), "created_at": e.get("created_at"),
-         "scopes": e.get("scopes") if e.get("role") == "agent" else None}
-        for e in _token_entries(path)
-    ]
-
-    def text() -> None:
-        if not entries:
-            hint(f"no tokens in {path}; create one with `irq token create --role operator`")
-            return
-        table = make_table("identity", "role", "scopes", "created")
-        for e in entries:
-            scopes = e["scopes"]
-            shown = ("" if e["role"] != "agent" else
-                     "unscoped (any run)" if scopes is None else ", ".join(map(str, scopes)))
-            table.add_row(esc(e["identity"]), esc(e["role"]), esc(shown),
-                          fmt_time(e["created_at"]))
-        print_table(table)
-
-    emit(output, entries, text)

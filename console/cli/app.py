@@ -13,8 +13,10 @@ from typing import Annotated
 import typer
 
 from console.cli import actions, admin, decisions, launch, obligations, policy, runs
+from console.cli.contexts import ctx_app
 from console.cli.help_layout import IrqGroup
 from console.cli.session import GlobalOptions
+from console.cli.tokens import token_app
 
 app = typer.Typer(
     name="irq",
@@ -117,7 +119,8 @@ app.add_typer(obligations.obligation_app, name="obligation", rich_help_panel="Po
 app.command("tui", rich_help_panel="Run")(launch.tui_command)
 app.command("demo", rich_help_panel="Run")(launch.demo_command)
 app.command("serve", rich_help_panel="Run")(admin.serve_command)
-app.add_typer(admin.token_app, name="token", rich_help_panel="Run")
+app.add_typer(token_app, name="token", rich_help_panel="Run")
+app.add_typer(ctx_app, name="ctx", rich_help_panel="Run")
 
 
 def main() -> None:

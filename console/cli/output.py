@@ -47,6 +47,42 @@ OutputOption = Annotated[
 ]
 
 
+class ExportFormat(StrEnum):
+    """``-o`` of commands whose rows also export as CSV (``irq audit``)."""
+
+    TEXT = "text"
+    JSON = "json"
+    JSONL = "jsonl"
+    CSV = "csv"
+
+
+ExportOption = Annotated[
+    ExportFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        help="text (tables), json (one document), jsonl (one object per line) or csv (a "
+        "header row, then one row per item).",
+        case_sensitive=False,
+    ),
+]
+
+
+def print_csv(rows: Iterable[dict[str, Any]], fields: Sequence[str]) -> None:
+    """A header row of ``fields``, then one row per item (RFC 4180 quoting; characters a
+    terminal acts on are written as ``\\uXXXX``, like JSON does)."""
+    import csv
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(fields)
+    for row in rows:
+        writer.writerow(
+            [UNSAFE_IN_BLOCK.sub(_json_escape, "" if row.get(f) is None else str(row.get(f)))
+             for f in fields]
+        )
+    sys.stdout.flush()
+
+
 def _width(stream: Any) -> int | None:
     """None on a terminal (rich measures it); wide otherwise so pipes get whole lines."""
     if stream.isatty():

@@ -10,6 +10,13 @@ for. An agent token stored without a ``scopes`` field (created before scopes exi
 code that passes none) is *unscoped*: the gateway lets it report for any run of its backends,
 still bound per run to the first token that reported it, and logs a warning naming it (see
 SECURITY.md). ``irq token create --role agent`` always asks for a scope.
+
+Lifecycle: a token may carry ``expires_at`` (``irq token create --ttl 8h``) and
+``revoked_at`` (``irq token revoke``); the handshake refuses either with 401 and the reason
+(``expired`` / ``revoked``), and the gateway closes open connections of such a token within a
+second. The gateway records each token's last use in ``tokens-used.json`` (at the handshake,
+at most one write per token per ``LAST_USE_WRITE_S``), so the token file itself is written
+only by ``irq token`` commands.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import secrets
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +40,21 @@ from console.config import state_dir
 from console.model import Role, utcnow
 
 TOKEN_PREFIX = "irq_"
+SHOWN_PREFIX_CHARS = 10  # ``irq_`` + 6 characters of the secret, kept to name the token
+LAST_USE_WRITE_S = 60.0
 
 
 def tokens_path(home: Path | None = None) -> Path:
     return (home or state_dir()) / "tokens.json"
+
+
+def last_use_path(home: Path | None = None) -> Path:
+    return (home or state_dir()) / "tokens-used.json"
+
+
+def token_id(entry: dict[str, Any]) -> str:
+    """The stable name of a stored token: its hash prefix (``Principal.token_id``)."""
+    return str(entry.get("sha256", ""))[:16]
 
 
 def _hash(token: str) -> str:
@@ -131,10 +150,14 @@ def create_token(
     home: Path | None = None,
     *,
     scopes: Sequence[AgentScope | str] | None = None,
+    ttl_s: float | None = None,
 ) -> str:
     """Create, store (hashed) and return a new token.
 
-    ``scopes`` only for agent tokens; an agent token without them is unscoped (legacy)."""
+    ``scopes`` only for agent tokens; an agent token without them is unscoped (legacy).
+    ``ttl_s``: the token expires that many seconds from now (refused at the handshake)."""
+    if ttl_s is not None and ttl_s <= 0:
+        raise ValueError("a token's ttl must be positive")
     if scopes is not None and role is not Role.AGENT:
         raise ValueError("scopes are for agent tokens only")
     parsed = [s if isinstance(s, AgentScope) else AgentScope.parse(s) for s in scopes or ()]
@@ -146,13 +169,80 @@ def create_token(
         entries = _read(path)
         token = TOKEN_PREFIX + secrets.token_urlsafe(24)
         identity = name or f"{role.value}-{len(entries) + 1}"
+        now = utcnow()
         entry: dict[str, Any] = {"sha256": _hash(token), "role": role.value,
-                                 "identity": identity, "created_at": utcnow().isoformat()}
+                                 "identity": identity, "created_at": now.isoformat(),
+                                 "prefix": token[:SHOWN_PREFIX_CHARS]}
+        if ttl_s is not None:
+            entry["expires_at"] = (now + timedelta(seconds=ttl_s)).isoformat()
         if scopes is not None:
             entry["scopes"] = [str(s) for s in parsed]
         entries.append(entry)
         write_private(path, json.dumps(entries, indent=1))
     return token
+
+
+def matching_tokens(entries: Sequence[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
+    """The stored tokens ``selector`` names: every token with that identity, else those whose
+    shown prefix (``irq_…``) or id (hash prefix, 6+ characters) starts with it, or the one
+    token it is."""
+    named = [e for e in entries if e.get("identity") == selector]
+    if named:
+        return named
+    if selector.startswith(TOKEN_PREFIX):  # the whole token, or the prefix ``token list`` shows
+        whole = [e for e in entries if e.get("sha256") == _hash(selector)]
+        if whole or len(selector) <= len(TOKEN_PREFIX):
+            return whole
+        return [e for e in entries if str(e.get("prefix") or "").startswith(selector)]
+    if len(selector) >= 6:
+        return [e for e in entries if token_id(e).startswith(selector.lower())]
+    return []
+
+
+def revoke_tokens(ids: Sequence[str], home: Path | None = None) -> list[dict[str, Any]]:
+    """Mark the tokens with these ids revoked (a running gateway refuses them at once and
+    closes their connections); returns the entries revoked now."""
+    path = tokens_path(home)
+    wanted = set(ids)
+    with _store_lock(path):
+        entries = _read(path)
+        done = []
+        now = utcnow().isoformat()
+        for entry in entries:
+            if token_id(entry) in wanted and not entry.get("revoked_at"):
+                entry["revoked_at"] = now
+                done.append(entry)
+        if done:
+            write_private(path, json.dumps(entries, indent=1))
+    return done
+
+
+def read_last_use(home: Path | None = None) -> dict[str, str]:
+    """token id -> ISO time of its last accepted handshake (as recorded, throttled)."""
+    try:
+        data = json.loads(last_use_path(home).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def token_state(entry: dict[str, Any], now: datetime | None = None) -> str:
+    """``active``, ``expired`` or ``revoked``."""
+    if entry.get("revoked_at"):
+        return "revoked"
+    expires = _when(entry.get("expires_at"))
+    if expires is not None and expires <= (now or utcnow()):
+        return "expired"
+    return "active"
+
+
+def _when(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 def _principal(entry: dict[str, Any]) -> Principal:
@@ -179,39 +269,93 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return data if isinstance(data, list) else []
 
 
+@dataclass(frozen=True)
+class _Stored:
+    principal: Principal
+    expires_at: datetime | None
+    revoked: bool
+
+    def refusal(self, now: datetime) -> str:
+        """"" when the token is good now, else ``revoked`` / ``expired``."""
+        if self.revoked:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return ""
+
+
 class TokenStore:
-    """Looks tokens up, rereading the file whenever its mtime changes."""
+    """Looks tokens up, rereading the file whenever its mtime changes (so a token created or
+    revoked by ``irq token`` counts at the next handshake)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._mtime: float | None = None
-        self._by_hash: dict[str, Principal] = {}
+        self._by_hash: dict[str, _Stored] = {}
+        self._by_id: dict[str, _Stored] = {}
+        self._last_write: dict[str, float] = {}  # token id -> monotonic time of the last write
 
     def _refresh(self) -> None:
         try:
             mtime = self.path.stat().st_mtime_ns
         except FileNotFoundError:
-            self._by_hash, self._mtime = {}, None
+            self._by_hash, self._by_id, self._mtime = {}, {}, None
             return
         if mtime == self._mtime:
             return
-        by_hash: dict[str, Principal] = {}
+        by_hash: dict[str, _Stored] = {}
         for entry in _read(self.path):
             try:
-                by_hash[entry["sha256"]] = _principal(entry)
+                by_hash[entry["sha256"]] = _Stored(_principal(entry), _when(entry.get(
+                    "expires_at")), bool(entry.get("revoked_at")))
             except (KeyError, ValueError, TypeError):
                 continue
         self._by_hash, self._mtime = by_hash, mtime
+        self._by_id = {s.principal.token_id: s for s in by_hash.values()}
 
-    def authenticate(self, token: str | None) -> Principal | None:
+    def check(self, token: str | None) -> tuple[Principal | None, str]:
+        """(principal, "") for a good token, else (None, why): ``no token``, ``unknown
+        token``, ``expired`` or ``revoked``."""
         if not token:
-            return None
+            return None, "no token"
         self._refresh()
         digest = _hash(token)
-        for known, principal in self._by_hash.items():
+        for known, stored in self._by_hash.items():
             if hmac.compare_digest(known, digest):
-                return principal
-        return None
+                why = stored.refusal(utcnow())
+                return (None, why) if why else (stored.principal, "")
+        return None, "unknown token"
+
+    def authenticate(self, token: str | None) -> Principal | None:
+        return self.check(token)[0]
+
+    def still_valid(self, principal: Principal) -> bool:
+        """False once the principal's token is revoked, expired or gone from the file."""
+        self._refresh()
+        stored = self._by_id.get(principal.token_id)
+        return stored is not None and not stored.refusal(utcnow())
+
+    def record_use(self, principal: Principal, *, now: float | None = None) -> bool:
+        """Note an accepted handshake in ``tokens-used.json``; at most one write per token per
+        ``LAST_USE_WRITE_S`` (True when this call wrote)."""
+        import time
+
+        clock = time.monotonic() if now is None else now
+        last = self._last_write.get(principal.token_id)
+        if last is not None and clock - last < LAST_USE_WRITE_S:
+            return False
+        self._last_write[principal.token_id] = clock
+        path = self.path.with_name(last_use_path(Path("/")).name)
+        with _store_lock(path):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                data = {}
+            if not isinstance(data, dict):
+                data = {}
+            data[principal.token_id] = utcnow().isoformat()
+            write_private(path, json.dumps(data, indent=1))
+        return True
 
     def __len__(self) -> int:
         self._refresh()

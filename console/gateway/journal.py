@@ -19,9 +19,9 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -256,15 +256,31 @@ class Journal:
         )
 
     def audit_entries(
-        self, *, limit: int = 100, target_prefix: str | None = None
+        self, *, limit: int = 100, target_prefix: str | None = None,
+        since: datetime | None = None, until: datetime | None = None,
+        identity: str | None = None, actions: Sequence[str] | None = None,
     ) -> list[AuditEntry]:
+        """Newest first. ``since``/``until`` compare ``at`` as stored (UTC ISO text)."""
+        where: list[str] = []
+        args: list[Any] = []
         if target_prefix:
-            rows = self._rows(
-                "SELECT * FROM audit WHERE substr(target, 1, ?) = ? ORDER BY id DESC LIMIT ?",
-                (len(target_prefix), target_prefix, limit),
-            )
-        else:
-            rows = self._rows("SELECT * FROM audit ORDER BY id DESC LIMIT ?", (limit,))
+            where.append("substr(target, 1, ?) = ?")
+            args += [len(target_prefix), target_prefix]
+        if since is not None:
+            where.append("at >= ?")
+            args.append(since.astimezone(UTC).isoformat())
+        if until is not None:
+            where.append("at < ?")
+            args.append(until.astimezone(UTC).isoformat())
+        if identity:
+            where.append("identity = ?")
+            args.append(identity)
+        if actions:
+            where.append(f"action IN ({','.join('?' * len(actions))})")
+            args += list(actions)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._rows(f"SELECT * FROM audit{clause} ORDER BY id DESC LIMIT ?",
+                          (*args, limit))
         out = []
         for d in rows:
             out.append(

@@ -79,6 +79,11 @@ class Query(_Msg):
     targets: list[str] | None = Field(default=None, max_length=MAX_TARGETS)
     limit: int = Field(default=100, ge=1, le=10_000)
     target_prefix: str | None = None
+    since: datetime | None = None  # audit: entries at or after this time
+    until: datetime | None = None  # audit: entries before this time
+    identity: str | None = Field(default=None, max_length=1024)  # audit: this actor only
+    actions: list[Annotated[str, Field(max_length=128)]] | None = Field(
+        default=None, max_length=64)  # audit: these actions only
 
 
 class Focus(_Msg):

@@ -100,6 +100,8 @@ class Gateway:
         self._agents: set[Any] = set()  # open /agent connections (policy frames go to all)
         self.ledger = JournalPauseLedger(self.journal)
         self.tokens = TokenStore(tokens_path(settings.home))
+        self._open_sessions: dict[Any, Principal] = {}  # websocket -> who (token lifecycle)
+        self._closing: set[asyncio.Task[None]] = set()
         self.backends: dict[str, Backend] = {}
         for raw in settings.backends:
             parsed = parse_backend_url(raw)
@@ -161,6 +163,7 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self._recovery_loop()))
         self._tasks.append(asyncio.create_task(self._every(1.0, self._watch_policy)))
         self._tasks.append(asyncio.create_task(self._every(1.0, self._scan_obligations)))
+        self._tasks.append(asyncio.create_task(self._every(1.0, self._close_revoked)))
         log.info("irq gateway listening on %s://%s:%d (%d backends)", self.settings.scheme,
                  self.settings.host, self.port, len(self.backends))
 
@@ -285,12 +288,12 @@ class Gateway:
             return connection.respond(HTTPStatus.OK, "ok\n")
         if path not in ("/", "/agent"):
             return connection.respond(HTTPStatus.NOT_FOUND, "unknown path\n")
-        principal = self._principal(request)
+        principal, why = self.tokens.check(bearer_token(request.headers.get("Authorization")))
         if principal is None:
-            given = request.headers.get("Authorization")
-            return self._refuse(connection, path, HTTPStatus.UNAUTHORIZED,
-                                "unknown token" if given else "no token",
-                                "missing or unknown token (irq token create --role R)\n")
+            body = (f"{why}: this token was {why} (irq token list; irq token create --role R)\n"
+                    if why in ("expired", "revoked") else
+                    "missing or unknown token (irq token create --role R)\n")
+            return self._refuse(connection, path, HTTPStatus.UNAUTHORIZED, why, body)
         if path == "/agent" and principal.role is not Role.AGENT:
             return self._refuse(
                 connection, path, HTTPStatus.FORBIDDEN,
@@ -301,6 +304,8 @@ class Gateway:
             return self._refuse(connection, path, HTTPStatus.FORBIDDEN,
                                 f"agent token ({principal.identity}) on /",
                                 "an agent token cannot connect here\n")
+        with contextlib.suppress(OSError, ValueError):  # last use is informative only
+            self.tokens.record_use(principal)
         return None
 
     def _refuse(self, connection: Any, path: str, status: HTTPStatus, reason: str,
@@ -320,6 +325,7 @@ class Gateway:
         if principal is None:  # token revoked between handshake and here
             await ws.close(1008, "unauthorized")
             return
+        self._open_sessions[ws] = principal
         try:
             if urlsplit(ws.request.path).path == "/agent":
                 await self._agent_session(ws, principal)
@@ -330,6 +336,19 @@ class Gateway:
 
             if not isinstance(exc, ConnectionClosed):
                 log.exception("session failed")
+        finally:
+            self._open_sessions.pop(ws, None)
+
+    def _close_revoked(self) -> None:
+        """Close, within a second, every open connection whose token was revoked or expired."""
+        for ws, who in list(self._open_sessions.items()):
+            if not self.tokens.still_valid(who):
+                self._open_sessions.pop(ws, None)
+                log.info("closing the connection of %s: its token was revoked or expired",
+                         who.identity)
+                task = asyncio.create_task(ws.close(1008, "token revoked or expired"))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
 
     # ----------------------------------------------------------------- client sessions
 
@@ -490,7 +509,9 @@ class Gateway:
         if q.what == "stats":
             return self.stats()
         if q.what == "audit":
-            entries = self.journal.audit_entries(limit=q.limit, target_prefix=q.target_prefix)
+            entries = self.journal.audit_entries(
+                limit=q.limit, target_prefix=q.target_prefix, since=q.since, until=q.until,
+                identity=q.identity, actions=q.actions)
             return [e.contract() for e in entries]
         if q.what in ("policy", "policy_check", "obligations"):
             return answer_policy_query(q, self.policy, self.obligations)
