@@ -42,6 +42,8 @@ from console.cli.session import (
 )
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from console.client import ConnectionStatus, FleetView, GatewayClient
 
 # ------------------------------------------------------------------------------ irq runs
@@ -78,6 +80,15 @@ def runs_command(
         str | None,
         typer.Option("--backend", "-b", help="Only runs of this backend (dbos, or dbos:local)."),
     ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            "-w",
+            help="Keep the table current in place (a terminal), or emit one JSON line per "
+            "change with -o jsonl; ctrl-c ends it.",
+        ),
+    ] = False,
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
     token: TokenOption = None,
@@ -86,17 +97,20 @@ def runs_command(
     """List runs with their state, heartbeat age, held resources and pending interrupts."""
     states = _parse_states(state)
     conn = connection_of(ctx, url, token, context)
+    if watch:
+        from console.cli.live_tables import TableSpec, watch_table
+
+        watch_table(conn, TableSpec(
+            kind="run", title="irq runs --watch", noun="runs",
+            select=lambda v: select_runs(v, states, backend), table=runs_table,
+        ), output)
+        return
 
     async def fetch(client: GatewayClient) -> FleetView:
         return client.view
 
     view = with_gateway(conn, fetch)
-    runs = sorted(view.runs.values(), key=lambda r: r.id)
-    if states:
-        runs = [r for r in runs if r.state.value in states]
-    if backend:
-        runs = [r for r in runs if backend in (r.backend, f"{r.backend}:{r.context}")]
-    contracts = [r.contract() for r in runs]
+    contracts = select_runs(view, states, backend)
 
     _backend_warnings(view)  # stderr, in every output format
 
@@ -104,27 +118,7 @@ def runs_command(
         if not contracts:
             hint("no runs" + (" match the filters" if states or backend else ""))
             return
-        table = make_table("id", "name", "state", "heartbeat", "progress", "resources", "inbox")
-        for c in contracts:
-            held = [r for r in c["resources"] if r["state"] != "released"]
-            resources = ", ".join(
-                f"{r['kind']}" + ("!" if r["state"] == "suspected_leak" else "") for r in held
-            )
-            state_text = _state_cell(c)
-            if c.get("preempted"):
-                state_text += " [dim](preempted)[/]"
-            if c["warnings"]:
-                state_text += f" [yellow]⚠{len(c['warnings'])}[/]"
-            table.add_row(
-                esc(c["id"]),
-                esc(c["name"] or "-"),
-                state_text,
-                fmt_age(c["heartbeat_age_s"]),
-                fmt_progress(c["progress"]),
-                esc(resources or "-"),
-                str(len(c["interrupts"])) if c["interrupts"] else "-",
-            )
-        print_table(table)
+        print_table(runs_table(contracts))
         waiting = sum(len(c["interrupts"]) for c in contracts)
         next_steps = ["irq show RUN"]
         if waiting:
@@ -132,6 +126,40 @@ def runs_command(
         suggest(next_steps)
 
     emit(output, contracts, text)
+
+
+def select_runs(view: FleetView, states: set[str], backend: str | None) -> list[dict[str, Any]]:
+    """The contracts of the runs ``irq runs`` lists, by id."""
+    runs = sorted(view.runs.values(), key=lambda r: r.id)
+    if states:
+        runs = [r for r in runs if r.state.value in states]
+    if backend:
+        runs = [r for r in runs if backend in (r.backend, f"{r.backend}:{r.context}")]
+    return [r.contract() for r in runs]
+
+
+def runs_table(contracts: list[dict[str, Any]]) -> Table:
+    table = make_table("id", "name", "state", "heartbeat", "progress", "resources", "inbox")
+    for c in contracts:
+        held = [r for r in c["resources"] if r["state"] != "released"]
+        resources = ", ".join(
+            f"{r['kind']}" + ("!" if r["state"] == "suspected_leak" else "") for r in held
+        )
+        state_text = _state_cell(c)
+        if c.get("preempted"):
+            state_text += " [dim](preempted)[/]"
+        if c["warnings"]:
+            state_text += f" [yellow]⚠{len(c['warnings'])}[/]"
+        table.add_row(
+            esc(c["id"]),
+            esc(c["name"] or "-"),
+            state_text,
+            fmt_age(c["heartbeat_age_s"]),
+            fmt_progress(c["progress"]),
+            esc(resources or "-"),
+            str(len(c["interrupts"])) if c["interrupts"] else "-",
+        )
+    return table
 
 
 def _state_cell(c: dict[str, Any]) -> str:
@@ -353,6 +381,15 @@ def inbox_command(
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help="Include decided and withdrawn interrupts.")
     ] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            "-w",
+            help="Keep the inbox current in place (a terminal), or emit one JSON line per "
+            "change with -o jsonl; ctrl-c ends it.",
+        ),
+    ] = False,
     output: OutputOption = OutputFormat.TEXT,
     url: UrlOption = None,
     token: TokenOption = None,
@@ -360,17 +397,24 @@ def inbox_command(
 ) -> None:
     """List interrupts waiting for a human decision, oldest first."""
     conn = connection_of(ctx, url, token, context)
+    if watch:
+        from console.cli.live_tables import TableSpec, watch_table
+
+        run_id: str | None = None
+        if run:
+            async def resolve(client: GatewayClient) -> str:
+                return expand_run_id(client.view, run)
+
+            run_id = with_gateway(conn, resolve)
+        watch_table(conn, TableSpec(
+            kind="interrupt", title="irq inbox --watch", noun="interrupts",
+            select=lambda v: select_interrupts(v, show_all, run_id), table=inbox_table,
+        ), output)
+        return
 
     async def fetch(client: GatewayClient) -> list[dict[str, Any]]:
-        view = client.view
-        if show_all:
-            items = sorted(view.interrupts.values(), key=lambda i: i.created_at)
-        else:
-            items = view.pending_interrupts()
-        if run:
-            run_id = expand_run_id(view, run)
-            items = [i for i in items if i.run_id == run_id]
-        return [i.contract() for i in items]
+        return select_interrupts(
+            client.view, show_all, expand_run_id(client.view, run) if run else None)
 
     contracts = with_gateway(conn, fetch)
 
@@ -378,17 +422,7 @@ def inbox_command(
         if not contracts:
             hint("inbox is empty: no interrupt is waiting for a decision")
             return
-        table = make_table("id", "title", "action", "age", "decisions", "status")
-        for c in contracts:
-            table.add_row(
-                esc(c["id"]),
-                esc(c["title"]),
-                esc(c["action"] or "-"),
-                fmt_age(c["age_s"]),
-                esc(",".join(c["allowed_decisions"])),
-                styled(c["status"]),
-            )
-        print_table(table)
+        print_table(inbox_table(contracts))
         first = next((c for c in contracts if c["status"] == "pending"), None)
         if first is not None:
             allowed = first["allowed_decisions"]
@@ -404,6 +438,33 @@ def inbox_command(
             suggest(steps)
 
     emit(output, contracts, text)
+
+
+def select_interrupts(
+    view: FleetView, show_all: bool, run_id: str | None
+) -> list[dict[str, Any]]:
+    """The contracts of the interrupts ``irq inbox`` lists, oldest first."""
+    if show_all:
+        items = sorted(view.interrupts.values(), key=lambda i: i.created_at)
+    else:
+        items = view.pending_interrupts()
+    if run_id:
+        items = [i for i in items if i.run_id == run_id]
+    return [i.contract() for i in items]
+
+
+def inbox_table(contracts: list[dict[str, Any]]) -> Table:
+    table = make_table("id", "title", "action", "age", "decisions", "status")
+    for c in contracts:
+        table.add_row(
+            esc(c["id"]),
+            esc(c["title"]),
+            esc(c["action"] or "-"),
+            fmt_age(c["age_s"]),
+            esc(",".join(c["allowed_decisions"])),
+            styled(c["status"]),
+        )
+    return table
 
 
 # ------------------------------------------------------------------------------ irq audit
