@@ -15,6 +15,9 @@ Config file::
     token = "irq_..."
     read_only = false
     backends = ["dbos+sqlite:///var/lib/agents/sys.db"]
+    # irq drill: how to preempt one run's agent (no shell; {run_id} {native_id} {backend}
+    # {context} are filled in and the line is split with shlex)
+    preempt_command = "kubectl delete pod -l run={native_id}"
 
     [keys]            # TUI key remapping: binding id = "keys"
     pause = "p"
@@ -124,12 +127,23 @@ class ContextFile(BaseModel):
     token: str | None = None
     read_only: bool = False
     backends: list[str] = []
+    preempt_command: str | None = None
 
     @field_validator("url")
     @classmethod
     def _websocket_url(cls, value: str) -> str:
         if not value.startswith(("ws://", "wss://")):
             raise ValueError(f"must be a ws:// or wss:// URL, not {value!r}")
+        return value
+
+    @field_validator("preempt_command")
+    @classmethod
+    def _preempt_template(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from console.preempt_template import check_preempt_template
+
+        check_preempt_template(value)
         return value
 
 
@@ -193,6 +207,7 @@ class Context:
     token: str | None = None
     read_only: bool = False
     backends: list[str] = field(default_factory=list)
+    preempt_command: str | None = None
 
 
 @dataclass
@@ -230,7 +245,7 @@ def parse_config(text: str, path: Path) -> Config:
             raise ConfigError(f"{path}: {problems[0]}") from None
         raise ConfigError(f"{path}:\n" + "\n".join(f"  - {p}" for p in problems)) from None
     contexts = {
-        name: Context(name, c.url, c.token, c.read_only, list(c.backends))
+        name: Context(name, c.url, c.token, c.read_only, list(c.backends), c.preempt_command)
         for name, c in parsed.contexts.items()
     }
     return Config(
@@ -267,6 +282,8 @@ def render_config(config: Config) -> str:
         table["read_only"] = ctx.read_only
         if ctx.backends:
             table["backends"] = list(ctx.backends)
+        if ctx.preempt_command:
+            table["preempt_command"] = ctx.preempt_command
         contexts[name] = table
     if contexts:
         data["contexts"] = contexts

@@ -14,7 +14,9 @@ import typer
 
 from console.cli import actions, admin, decisions, launch, obligations, policy, runs
 from console.cli.contexts import ctx_app
+from console.cli.drill import drill_command
 from console.cli.help_layout import IrqGroup
+from console.cli.notify import notify_app
 from console.cli.session import GlobalOptions
 from console.cli.tokens import token_app
 
@@ -106,6 +108,7 @@ app.command("audit", rich_help_panel="Observe")(runs.audit_command)
 # act on runs
 for _action in ("pause", "resume", "cancel", "terminate"):
     app.command(_action, rich_help_panel="Act on runs")(actions.make_action_command(_action))
+app.command("drill", rich_help_panel="Act on runs")(drill_command)
 # decide interrupts
 app.command("approve", rich_help_panel="Decide interrupts")(decisions.approve_command)
 app.command("edit", rich_help_panel="Decide interrupts")(decisions.edit_command)
@@ -121,6 +124,7 @@ app.command("demo", rich_help_panel="Run")(launch.demo_command)
 app.command("serve", rich_help_panel="Run")(admin.serve_command)
 app.add_typer(token_app, name="token", rich_help_panel="Run")
 app.add_typer(ctx_app, name="ctx", rich_help_panel="Run")
+app.add_typer(notify_app, name="notify", rich_help_panel="Run")
 
 
 def main() -> None:
