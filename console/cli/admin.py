@@ -69,6 +69,16 @@ def serve_command(
         typer.Option("--policy", exists=True, dir_okay=False,
                      help="Policy file (TOML): loaded at start, reloaded when it changes."),
     ] = None,
+    webhook: Annotated[
+        list[str] | None,
+        typer.Option("--webhook", help="Post notifications (JSON) to this URL (repeatable).",
+                     show_default=False),
+    ] = None,
+    notify_config: Annotated[
+        Path | None,
+        typer.Option("--notify-config", exists=True, dir_okay=False,
+                     help="TOML file whose [notify] section configures webhooks."),
+    ] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     import asyncio
@@ -93,8 +103,11 @@ def serve_command(
         except BackendURLError as exc:
             fail(ExitCode.USAGE, str(exc))
 
+    from console.cli.notify import notify_settings
+
     settings = GatewaySettings(host=host, port=port, backends=urls, certfile=cert, keyfile=key,
-                               policy_path=policy)
+                               policy_path=policy,
+                               notify=notify_settings(webhook or [], notify_config))
     try:
         from console.gateway.server import run_gateway
     except ImportError as exc:

@@ -103,6 +103,8 @@ class Hub:
         self.max_pending = 50_000
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
         self.snapshot_parts: dict[str, Callable[[], Any]] = {}
+        #: called with every published event (the webhooks classify; they must not block)
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
     # ------------------------------------------------------------------------- events
 
@@ -118,6 +120,8 @@ class Hub:
                 sub.overflowed = True  # the server sends it a fresh snapshot instead
                 sub.pending.clear()
             sub.wake()
+        for listener in self.listeners:
+            listener(event)
         return event
 
     def events_since(self, since: int) -> list[dict[str, Any]] | None:

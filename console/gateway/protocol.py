@@ -71,7 +71,7 @@ class Query(_Msg):
     type: Literal["query"]
     id: str = Field(min_length=1, max_length=128)
     what: Literal["run", "audit", "plan", "capabilities", "snapshot", "stats", "policy",
-                  "policy_check", "obligations"]
+                  "policy_check", "obligations", "notify_test"]
     run_id: str | None = None
     invocation: dict[str, Any] | None = None  # policy_check: the Invocation to evaluate
     state: Literal["open", "fulfilled", "overdue", "waived"] | None = None  # obligations

@@ -49,6 +49,7 @@ from console.gateway.protocol import (
 )
 from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
+from console.gateway.webhooks import Webhooks
 from console.model import AuditEntry, BackendHealth, Role, Run, utcnow
 
 log = logging.getLogger("irq.gateway")
@@ -136,6 +137,9 @@ class Gateway:
         self._server: Any = None
         self._polled: dict[str, asyncio.Event] = {k: asyncio.Event() for k in self.backends}
         self.port = settings.port
+        self.webhooks = Webhooks(settings.notify, settings.url)
+        if self.webhooks.hooks:
+            self.hub.listeners.append(self.webhooks.observe)
 
     # ------------------------------------------------------------------------ lifecycle
 
@@ -153,6 +157,7 @@ class Gateway:
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
+        self.webhooks.gateway = f"{self.settings.scheme}://{self.settings.host}:{self.port}"
         for key, backend in self.backends.items():
             self._tasks.append(asyncio.create_task(self._poll_loop(key, backend)))
         self._tasks.append(asyncio.create_task(self._every(
@@ -164,6 +169,10 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self._every(1.0, self._watch_policy)))
         self._tasks.append(asyncio.create_task(self._every(1.0, self._scan_obligations)))
         self._tasks.append(asyncio.create_task(self._every(1.0, self._close_revoked)))
+        if self.webhooks.hooks:
+            self._tasks.append(asyncio.create_task(self.webhooks.run()))
+            self._tasks.append(asyncio.create_task(self._every(
+                1.0, self.webhooks.flush_summaries)))
         log.info("irq gateway listening on %s://%s:%d (%d backends)", self.settings.scheme,
                  self.settings.host, self.port, len(self.backends))
 
@@ -472,6 +481,8 @@ class Gateway:
                 await ws.send(dumps({"type": "result", "id": msg.id,
                                      "results": [r.contract() for r in results]}))
             elif isinstance(msg, Query):
+                if msg.what == "notify_test" and who.role != Role.ADMIN:
+                    raise FrameError("forbidden", "notify_test needs an admin token", msg.id)
                 data = await self._answer(msg)
                 await ws.send(dumps({"type": "answer", "id": msg.id, "data": data}))
             elif isinstance(msg, Ping):
@@ -508,6 +519,8 @@ class Gateway:
             return {k: b.capabilities().contract() for k, b in self.backends.items()}
         if q.what == "stats":
             return self.stats()
+        if q.what == "notify_test":
+            return await self.webhooks.test()
         if q.what == "audit":
             entries = self.journal.audit_entries(
                 limit=q.limit, target_prefix=q.target_prefix, since=q.since, until=q.until,
@@ -578,6 +591,7 @@ class Gateway:
             "stale_beats": self.hub.stale_beats,
             "takeovers": self.hub.takeovers,
             "runs": len(self.hub.runs),
+            "notifications": self.webhooks.stats(),
         }
 
     # ------------------------------------------------------------------ agent sessions

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from console.config import state_dir
 from console.gateway.protocol import MAX_FRAME_BYTES
+from console.notify_config import NotifySettings
 
 
 @dataclass
@@ -36,6 +37,7 @@ class GatewaySettings:
     client_inflight: int = 32  # requests of one connection being answered at once
     refusal_interval_s: float = 60.0  # refusals of one identity: the first, then one summary
     policy_path: Path | None = None  # irq serve --policy FILE: loaded at start, watched
+    notify: NotifySettings = field(default_factory=NotifySettings)  # webhooks (--webhook ...)
 
     @property
     def journal_path(self) -> Path:
