@@ -39,9 +39,12 @@ def test_help_has_no_type_placeholders_and_a_readable_usage_line(path: tuple[str
 
 def test_decision_and_action_usage_lines_name_their_arguments():
     approve = irq("approve", "--help").stdout
-    assert re.search(r"Usage: irq approve \[OPTIONS\] INTERRUPT\s*$", approve, re.MULTILINE)
+    # optional: the ids, or --filter EXPR instead
+    assert re.search(r"Usage: irq approve \[OPTIONS\] \[INTERRUPT\]\s*$", approve, re.MULTILINE)
+    assert "--filter" in approve
     pause = irq("pause", "--help").stdout
-    assert re.search(r"Usage: irq pause \[OPTIONS\] RUN\.\.\.\s*$", pause, re.MULTILINE)
+    assert re.search(r"Usage: irq pause \[OPTIONS\] \[RUN\.\.\.\]\s*$", pause, re.MULTILINE)
+    assert "--filter" in pause
 
 
 def test_every_short_flag_means_one_thing_across_all_commands():
