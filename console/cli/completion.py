@@ -218,8 +218,8 @@ async def open_obligations(client: GatewayClient) -> list[IdChoice]:
     """Open and overdue obligations by id, with ``RUN_NATIVE#CALL/RULE`` when that is unique
     among all obligations (what ``irq obligation fulfil`` resolves against); none from a
     gateway without the policy layer."""
-    from console.ids import obligation_alias as alias
     from console.client import GatewayError
+    from console.ids import obligation_alias as alias
 
     try:
         data = await client.query("obligations")
