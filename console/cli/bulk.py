@@ -413,7 +413,7 @@ def bulk_action(
 
     async def select(client: GatewayClient) -> RunSelection:
         runs = select_runs(client.view, expr)
-        refuse_empty(len(runs), "runs", expr, f"irq runs --filter {expr!r}")
+        refuse_empty(len(runs), "runs", expr, "irq runs")
         refuse_over_cap(len(runs), max_n, "runs", expr)
         targets = [r.id for r in runs]
         plan = await combined_plan(client, action, targets)

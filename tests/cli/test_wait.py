@@ -1,6 +1,7 @@
 """``--wait SECONDS`` against a real gateway and a real DBOS agent: a pause returns once the
 agent confirmed its releases (the lock released, the GPU kept), a resume once the run runs
-again, a decision once the agent consumed it; a pause whose agent is SIGSTOPped never gets
+again, a decision once the agent consumed it (one by id, two by ``--filter 'tool:deploy'``);
+a pause whose agent is SIGSTOPped never gets
 its release confirmed and times out with exit 7 (the agent is resumed with SIGCONT after)."""
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from cli_harness import irq
 pytestmark = [pytest.mark.slow]
 
 RUN = "dbos:solo/wf-solo-gpu-00"
-ASKING = "dbos:asks/wf-asks-gpu-00"
+ASKING = "dbos:asks/wf-asks-gpu-00"  # one of three asking runs
 
 
 @pytest.fixture
 def fleet(irq_home: Path) -> Iterator[BulkFleet]:
-    with bulk_fleet(irq_home, [Scope("solo", gpu=1), Scope("asks", gpu=1, ask=True)]) as f:
+    with bulk_fleet(irq_home, [Scope("solo", gpu=1), Scope("asks", gpu=3, ask=True)]) as f:
         yield f
 
 
@@ -52,11 +53,30 @@ def test_wait_returns_when_released_and_times_out_when_the_agent_is_stopped(flee
 
     # a decision --wait returns once the agent consumed it
     eventually(lambda: ASKING + "#" in " ".join(fleet.view().interrupts), "the interrupt")
+    eventually(lambda: len(fleet.view().pending_interrupts()) == 3, "three interrupts")
     (intr_id,) = [i for i in fleet.view().interrupts if i.startswith(ASKING)]
     approved = irq("approve", intr_id, "--yes", "--wait", "30", "-o", "json", env=env)
     assert approved.code == 0, approved.stdout + approved.stderr
     (consumed,) = json.loads(approved.stdout)["waited"]
     assert consumed["ok"] and consumed["state"] in ("decided", "gone")
+
+    # decisions by filter: the other two deploys rejected at once, --wait until consumed
+    rejected = irq(
+        "reject", "--filter", "ctx:asks tool:deploy", "--feedback", "deploy freeze",
+        "--yes", "--wait", "30", "-o", "json", env=env,
+    )
+    assert rejected.code == 0, rejected.stdout + rejected.stderr
+    out = json.loads(rejected.stdout)
+    assert len(out["results"]) == 2 and intr_id not in {r["target"] for r in out["results"]}
+    assert all(r["outcome"] == "applied" for r in out["results"])
+    assert all(w["ok"] and w["outcome"] == "consumed" for w in out["waited"])
+    assert not fleet.view().pending_interrupts()
+    eventually(
+        lambda: sorted(e["approved"] for e in fleet.events("asks") if e["event"] == "decision")
+        == [False, False, True],
+        "the agent to get one approval and two rejections",
+        15,
+    )
 
     # the agent is stopped: nobody confirms the release, the wait times out with exit 7
     # (after the resume: its agent beats again and holds the lock again, so no beat from the
