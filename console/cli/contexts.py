@@ -7,6 +7,7 @@ file; a file that does not parse is refused before anything is written.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -78,8 +79,16 @@ def ctx_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
         print_table(table)
         if config.current_context and config.current_context not in config.contexts:
             hint(f"warning: current_context {config.current_context!r} names no context")
+        _env_override()
 
     emit(output, entries, text)
+
+
+def _env_override() -> None:
+    """IRQ_CONTEXT wins over the file's current_context: say so where it would surprise."""
+    chosen = os.environ.get("IRQ_CONTEXT")
+    if chosen:
+        hint(f"note: IRQ_CONTEXT={chosen} is set and wins over current_context")
 
 
 _TOP_CURRENT = re.compile(r"^[ \t]*current_context[ \t]*=.*$", re.MULTILINE)
@@ -134,5 +143,6 @@ def ctx_use_command(
     def done() -> None:
         diagnose(f"current context: {name}" + (f" (was {previous})" if previous and
                                                  previous != name else ""))
+        _env_override()
 
     emit(output, {"current_context": name, "previous": previous, "path": str(path)}, done)

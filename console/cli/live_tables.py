@@ -101,12 +101,22 @@ def render_screen(spec: TableSpec, view: FleetView, url: str,
     from rich.text import Text
 
     items = spec.select(view)
-    header = Text.from_markup(header_line(spec, url, status, len(items), view.received_at))
+    lines: list[RenderableType] = [
+        Text.from_markup(header_line(spec, url, status, len(items), view.received_at))]
+    for health in sorted(view.backends.values(), key=lambda h: h.key):
+        if not health.reachable:  # the same warning the non-watch command prints
+            lines.append(Text.from_markup(
+                f"[yellow]backend {esc(health.key)} is unreachable"
+                + (f": {esc(health.error)}" if health.error else "")
+                + " (its rows may be stale)[/]"))
+    lines.append(Text(""))
     if not items:
         waiting = status.state != "live" and view.received_at is None
-        empty = "waiting for the gateway…" if waiting else f"no {spec.noun}"
-        return Group(header, Text(""), Text(empty, style="dim"))
-    return Group(header, Text(""), spec.table(items))
+        lines.append(Text("waiting for the gateway…" if waiting else f"no {spec.noun}",
+                          style="dim"))
+    else:
+        lines.append(spec.table(items))
+    return Group(*lines)
 
 
 def watch_table(conn: Connection, spec: TableSpec, output: OutputFormat) -> None:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from cli_harness import ROOT, ServedGateway, irq
@@ -170,3 +171,20 @@ def test_text_watch_draws_in_place_on_a_terminal_and_ctrl_c_exits_0(
     finally:
         stop_process(proc)
         os.close(master)
+
+
+def test_the_screen_says_when_a_backend_is_unreachable_or_nothing_is_listed() -> None:
+    from console.model import BackendHealth
+
+    spec = TableSpec(kind="run", title="irq runs --watch", noun="runs",
+                     select=lambda v: select_runs(v, set(), None), table=runs_table)
+    view = FleetView()
+    waiting = _draw(spec, view, "ws://gw", ConnectionStatus("connecting"))
+    assert "connecting" in waiting and "waiting for the gateway" in waiting
+    health = BackendHealth(backend="dbos", context="prod", url="sqlite", reachable=False,
+                           error="database is locked")
+    view.backends[health.key] = health
+    view.received_at = datetime.now(UTC)
+    screen = _draw(spec, view, "ws://gw", ConnectionStatus("live"))
+    assert "backend dbos:prod is unreachable: database is locked" in screen
+    assert "0 runs" in screen and "no runs" in screen
