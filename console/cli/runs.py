@@ -526,11 +526,9 @@ def audit_command(
     token: TokenOption = None,
     context: ContextOption = None,
 ) -> None:
-    """The audit trail: who did what to which target, why, and what happened.
-
-    Every filter is applied by the gateway's audit query (SQL over the journal), so a window
-    of a busy day costs what it returns. -o csv writes the contract fields at, identity, role,
-    action, target, reason, outcome."""
+    """The audit trail: who did what to which target, why, and what happened, newest first.
+    The gateway's audit query applies every filter; -o csv writes a header and the fields at,
+    identity, role, action, target, reason, outcome."""
     from console.durations import parse_when
 
     conn = connection_of(ctx, url, token, context)
