@@ -19,7 +19,16 @@ import typer
 
 from console.cli.confirm import ask_or_stop, interactive, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail, fail_from_error
-from console.cli.output import OutputFormat, OutputOption, emit, esc, hint, make_table, print_table
+from console.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    esc,
+    hint,
+    make_table,
+    print_table,
+    stderr_console,
+)
 from console.cli.session import ContextOption, TokenOption, UrlOption, connection_of, with_gateway
 
 if TYPE_CHECKING:
@@ -70,7 +79,10 @@ def drill_command(
             argv = preempt_argv(template, run_id=run.id, native_id=run.native_id,
                                 backend=run.backend, context=run.context)
             table.add_row(esc(run.id), esc(run.backend), esc(run.state.value), esc(" ".join(argv)))
-        print_table(table)
+        if output is OutputFormat.TEXT:
+            print_table(table)
+        else:  # stdout carries the JSON document only
+            stderr_console().print(table)
     if not yes:
         ask_or_stop(f"Preempt {len(targets)} run(s)?")
     from console.client import GatewayError
@@ -185,13 +197,14 @@ async def _drill_one(
     from console.preempt_template import preempt_argv
     from console.semantics import unified_state
 
-    before = await _journal(client, run.id)
     current = client.view.runs.get(run.id, run)
     resources_before = list(current.resources)
     argv = preempt_argv(template, run_id=run.id, native_id=run.native_id,
                         backend=run.backend, context=run.context)
     error = await _preempt(argv)
     preempted_at = utcnow()
+    # the journal as the preemption left it: the step in flight then is the one that may re-run
+    before = await _journal(client, run.id)
     common: dict[str, Any] = {
         "run_id": run.id, "backend": run.backend, "preempted_at": preempted_at,
         "journal_before": before, "resources_before": resources_before,
