@@ -60,10 +60,11 @@ DEMO_CONTEXT = "demo"
 DEFAULT_PORT = 7433
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
-#: what the demo's agent token may report heartbeats for: the DBOS fleet's runs (context
-#: ``local``, the default of its backend URL) and the Restate handlers' (``restate:local``);
-#: Temporal's heartbeats are native, not pushed
-DEMO_AGENT_SCOPES = ("dbos:local", "restate:local")
+#: what the demo's agent token may report for: the DBOS fleet's runs (context ``local``, the
+#: default of its backend URL) and the Restate handlers' (``restate:local``) push heartbeats;
+#: the Temporal worker's heartbeats are native, but its policy guard reports decisions and
+#: obligations (``temporal:local``)
+DEMO_AGENT_SCOPES = ("dbos:local", "restate:local", "temporal:local")
 #: the context of the demo's backends as its agents name it (IRQ_AGENT_CONTEXT)
 DEMO_AGENT_CONTEXT = "local"
 #: the policy the demo's gateway runs on (its cases: policy_cases.toml next to it)
