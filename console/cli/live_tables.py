@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from console.cli.exits import ExitCode, fail, fail_from_error
-from console.cli.output import OutputFormat, dumps, esc, stdout_console
+from console.cli.output import OutputFormat, dumps, esc, hint, stdout_console
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -149,16 +149,23 @@ def watch_table(conn: Connection, spec: TableSpec, output: OutputFormat) -> None
         outcome["dirty"] = True
 
     def on_status(new: ConnectionStatus) -> None:
+        failed = new.state == "reconnecting" and bool(new.detail)  # an attempt just failed
         if new.state == "reconnecting" and not new.detail and status[0].state == "reconnecting":
             new.detail = status[0].detail  # keep saying why while it retries
         status[0] = new
         outcome["dirty"] = True
         if new.state == "live":
+            if outcome["live"] and output is OutputFormat.JSONL:
+                hint(f"irq: reconnected to {conn.url}")  # the terminal table's header says it
             outcome["live"] = True
+        elif (failed and outcome["live"]
+              and output is OutputFormat.JSONL
+              and (new.attempts in (1, 5) or new.attempts % 20 == 0)):
+            hint(f"irq: {new.detail}; reconnecting (attempt {new.attempts})")
         elif new.state == "unauthorized":
             outcome["error"] = Unauthorized(new.detail or "the gateway refused the token")
             session.stop()
-        elif new.state == "reconnecting" and new.detail and not outcome["live"]:
+        elif failed and not outcome["live"]:
             outcome["error"] = GatewayUnreachable(new.detail)
             session.stop()
 

@@ -5,6 +5,7 @@ the refusal on a pipe, and the screen the terminal path draws."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -188,3 +189,49 @@ def test_the_screen_says_when_a_backend_is_unreachable_or_nothing_is_listed() ->
     screen = _draw(spec, view, "ws://gw", ConnectionStatus("live"))
     assert "backend dbos:prod is unreachable: database is locked" in screen
     assert "0 runs" in screen and "no runs" in screen
+
+
+def test_jsonl_watch_survives_a_gateway_restart_and_exits_6_without_one(
+        served_gateway: ServedGateway) -> None:
+    from cli_harness import start_gateway
+
+    env = {**os.environ, **served_gateway.env(served_gateway.viewer)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "console.cli.app", "runs", "--watch", "-o", "jsonl"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT,
+        env=env)
+    errors: queue.Queue[bytes] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            errors.put(line)
+
+    def stderr_until(text: bytes, timeout: float = 20) -> None:
+        seen = b""
+        deadline = time.monotonic() + timeout
+        while text not in seen:
+            assert time.monotonic() < deadline, seen
+            with contextlib.suppress(queue.Empty):
+                seen += errors.get(timeout=0.2)
+
+    threading.Thread(target=read, daemon=True).start()
+    restarted = None
+    try:
+        time.sleep(2)  # connected and quiet: nothing to list
+        assert proc.poll() is None
+        stop_process(served_gateway.process)
+        stderr_until(b"reconnecting (attempt 1)")
+        restarted = start_gateway(served_gateway.home, port=served_gateway.port)
+        stderr_until(b"reconnected to")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+    finally:
+        stop_process(proc)
+        if restarted is not None:
+            stop_process(restarted.process)
+    nobody = subprocess.run(
+        [sys.executable, "-m", "console.cli.app", "inbox", "--watch", "-o", "jsonl"],
+        capture_output=True, text=True, cwd=ROOT, timeout=30, stdin=subprocess.DEVNULL,
+        env={**env, "IRQ_URL": served_gateway.url})
+    assert nobody.returncode == 6, nobody.stderr
