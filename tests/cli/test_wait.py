@@ -1,8 +1,8 @@
 """``--wait SECONDS`` against a real gateway and a real DBOS agent: a pause returns once the
 agent confirmed its releases (the lock released, the GPU kept), a resume once the run runs
 again, a decision once the agent consumed it (one by id, two by ``--filter 'tool:deploy'``);
-a pause whose agent is SIGSTOPped never gets
-its release confirmed and times out with exit 7 (the agent is resumed with SIGCONT after)."""
+a pause whose agent is SIGSTOPped never gets its release confirmed and times out with exit 7
+(the agent is resumed with SIGCONT after)."""
 
 from __future__ import annotations
 
