@@ -194,6 +194,19 @@ def token_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
     emit(output, entries, text)
 
 
+def _complete_names(incomplete: str) -> list[str]:
+    """Names of the tokens not yet revoked (shell completion reads the local store only)."""
+    from console.gateway.auth import tokens_path
+
+    try:
+        data = json.loads(tokens_path().read_text())
+    except (OSError, ValueError):
+        return []
+    names = {str(e.get("identity")) for e in data if isinstance(e, dict)
+             and e.get("identity") and not e.get("revoked_at")} if isinstance(data, list) else set()
+    return sorted(n for n in names if n.startswith(incomplete))
+
+
 @token_app.command("revoke")
 def token_revoke_command(
     selector: Annotated[
@@ -203,6 +216,7 @@ def token_revoke_command(
             "list` shows (irq_…), its id (6+ characters), or the token itself.",
             metavar="NAME|PREFIX",
             show_default=False,
+            autocompletion=_complete_names,
         ),
     ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,

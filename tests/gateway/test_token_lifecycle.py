@@ -119,6 +119,9 @@ async def test_last_use_is_recorded_at_the_handshake_and_listed(gateway):
     assert read_last_use(gateway.home)[used["id"]] == used["last_used_at"]
     code, text, _ = _cli("token", "list")
     assert "used-once" in text and "never" in text and "LAST USE" in text
+    from console.cli.tokens import _complete_names
+
+    assert _complete_names("used") == ["used-once"]  # `irq token revoke <TAB>`
 
 
 def test_last_use_writes_are_throttled(tmp_path):
