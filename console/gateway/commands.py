@@ -196,6 +196,7 @@ class CommandExecutor:
         base: dict[str, Any] = {"id": key, "action": action.value, "target": target,
                                 "plan": the_plan}
         self._inflight.add((key, target))
+        sent_at = self.hub.clock()
         try:
             outcome = await asyncio.wait_for(
                 _backend_call(backend, action, run, reason=reason, identity=who.identity),
@@ -214,7 +215,8 @@ class CommandExecutor:
             self._inflight.discard((key, target))
         if action in (Action.PAUSE, Action.CANCEL):
             released = {r.id for r in the_plan.resources_released}
-            self.hub.expect_release(run.id, action.value, released, self.release_verify_s)
+            self.hub.expect_release(run.id, action.value, released, self.release_verify_s,
+                                    since=sent_at)
         if action is Action.RESUME:  # whichever worker of the run's scope picks it up reports
             self.hub.unbind(run.id)
         await self._refresh_run(backend, run)

@@ -86,6 +86,7 @@ class Hub:
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
         self._observed: dict[str, Run] = {}  # as the adapter last reported it
         self._beats: dict[str, AgentHeartbeat] = {}  # latest agent beat per known run id
+        self._beat_seen: dict[str, datetime] = {}  # when the gateway accepted that beat
         self._bound: dict[str, Reporter] = {}  # known run id -> the token its beats come from
         self.unknown: UnknownBeats[_Unknown] = UnknownBeats(
             max_runs=MAX_UNKNOWN_RUNS, max_bytes=MAX_UNKNOWN_BYTES)
@@ -168,6 +169,7 @@ class Hub:
     def _forget_run(self, run_id: str) -> None:
         self._observed.pop(run_id, None)
         self._beats.pop(run_id, None)
+        self._beat_seen.pop(run_id, None)
         self._bound.pop(run_id, None)
         self.unknown.pop(run_id)
         self.history.pop(run_id, None)
@@ -247,6 +249,7 @@ class Hub:
             self.unknown.put(run_id, _Unknown(beat, owner), size or 512)
             return
         self._beats[run_id] = beat
+        self._beat_seen[run_id] = now
         if owner is not None:
             self._bound[run_id] = owner
         self._record(run_id, beat)
@@ -330,10 +333,13 @@ class Hub:
     # -------------------------------------------------------------- release checks
 
     def expect_release(self, run_id: str, action: str, resource_ids: set[str],
-                       within_s: float) -> None:
+                       within_s: float, since: datetime | None = None) -> None:
         """After pause/cancel: watch for the agent's report; flag a suspected leak if late.
 
-        Only for runs whose agent reports to the gateway (otherwise nobody could confirm)."""
+        Only for runs whose agent reports to the gateway (otherwise nobody could confirm).
+        ``since``: when the command was sent to the backend; a beat the gateway accepted
+        before that (say the "paused, released" report of an earlier pause, when a pause
+        follows a resume before the agent beat again) confirms nothing."""
         if run_id not in self._beats:
             return
         self.release_checks[run_id] = ReleaseCheck(
@@ -343,7 +349,9 @@ class Hub:
         )
         # The agent may have noticed the action and reported its release before the backend
         # call returned to us (a Restate handler sees its cancel at once): that report counts.
-        self._verify_release(run_id, self._beats[run_id], self._bound.get(run_id))
+        seen = self._beat_seen.get(run_id)
+        if since is None or (seen is not None and seen >= since):
+            self._verify_release(run_id, self._beats[run_id], self._bound.get(run_id))
         self._refresh(run_id, self.clock())
 
     def _verify_release(self, run_id: str, beat: AgentHeartbeat,
