@@ -35,6 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from console.notify_config import NotifySettings
+
 DEFAULT_URL = "ws://127.0.0.1:7433"
 
 
@@ -155,11 +157,13 @@ class ConfigFile(BaseModel):
     current_context: str | None = None
     contexts: dict[str, ContextFile] = {}
     keys: dict[str, str] = {}
+    notify: NotifySettings = NotifySettings()  # [notify]: TUI bell/desktop (console/notify_config)
 
 
 _TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "": tuple(ConfigFile.model_fields),
     "contexts.*": tuple(ContextFile.model_fields),
+    "notify": tuple(NotifySettings.model_fields),
 }
 
 
@@ -182,7 +186,8 @@ def _problem(error: Any) -> str:
     kind = error["type"]
     value = error.get("input")
     if kind == "extra_forbidden":
-        table = "contexts.*" if loc[0] == "contexts" and len(loc) == 3 else ""
+        table = ("contexts.*" if loc[0] == "contexts" and len(loc) == 3
+                 else "notify" if loc[0] == "notify" and len(loc) == 2 else "")
         where = f"[{'.'.join(loc[:-1])}]" if len(loc) > 1 else "the top level"
         known = ", ".join(_TABLE_KEYS.get(table, ()))
         return f"unknown key {loc[-1]!r} in {where}" + (f" (known keys: {known})" if known else "")
@@ -216,6 +221,7 @@ class Config:
     contexts: dict[str, Context] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
     path: Path | None = None
+    notify: NotifySettings = field(default_factory=NotifySettings)
 
     def context(self, name: str | None = None) -> Context:
         """The named context, else the current one, else an unnamed default."""
@@ -253,6 +259,7 @@ def parse_config(text: str, path: Path) -> Config:
         contexts=contexts,
         keys=dict(parsed.keys),
         path=path,
+        notify=parsed.notify,
     )
 
 
@@ -289,6 +296,9 @@ def render_config(config: Config) -> str:
         data["contexts"] = contexts
     if config.keys:
         data["keys"] = dict(sorted(config.keys.items()))
+    notify = config.notify.model_dump(exclude_defaults=True)
+    if notify:
+        data["notify"] = notify
     return tomli_w.dumps(data)
 
 

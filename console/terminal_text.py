@@ -59,3 +59,11 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
     if multiline:
         return UNSAFE_IN_BLOCK.sub(_visible, text.replace("\r\n", "\n"))
     return UNSAFE_IN_LINE.sub(_visible, text)
+
+
+def osc_safe(text: str, *, limit: int = 200) -> str:
+    """``text`` fit to travel inside an OSC string (a desktop notification's title or body):
+    every control character made visible (so none ends the OSC early or starts another),
+    ``;`` (the OSC 777 field separator) shown as ``,``, at most ``limit`` characters."""
+    safe = terminal_safe(text).replace(";", ",")
+    return safe if len(safe) <= limit else safe[: limit - 3] + "..."

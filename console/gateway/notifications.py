@@ -50,6 +50,13 @@ class EventClassifier:
         self._run_state = _Bounded()
         self._announced = _Bounded()  # interrupt ids already notified
 
+    def seed(self, run_states: dict[str, str], pending_interrupts: list[str]) -> None:
+        """What is already known (a client's snapshot): no notification for it."""
+        for run_id, state in run_states.items():
+            self._run_state.put(run_id, state)
+        for iid in pending_interrupts:
+            self._announced.put(iid, "pending")
+
     def classify(self, event: dict[str, Any]) -> Notification | None:
         kind, data = event.get("kind"), event.get("data")
         if not isinstance(data, dict):

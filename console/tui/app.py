@@ -43,7 +43,9 @@ from console.model import (
     RunState,
     utcnow,
 )
+from console.notify_config import NotifySettings
 from console.terminal_text import terminal_safe
+from console.tui.attention import Attention
 from console.tui.command_line import parse_command
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
@@ -107,6 +109,7 @@ class IrqApp(App[None]):
         flush_interval: float = 0.1,
         tick_interval: float = 1.0,
         ping_interval: float = 5.0,
+        notify: NotifySettings | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -131,6 +134,7 @@ class IrqApp(App[None]):
         self.mutation_pending = False  # a plan/confirm/result flow is open
         self.animation_level = "none"  # over SSH: nothing moves that need not
         self._inert_text = InertControlCharacters()
+        self.attention = Attention(self, notify)  # bell / desktop ([notify]), OSC 52 copy
         wanted = THEMES.get(theme or "", theme or "textual-dark")
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
 
@@ -199,6 +203,7 @@ class IrqApp(App[None]):
 
     def on_fleet_batch(self, message: FleetBatch) -> None:
         self._pending.add(message.events)
+        self.attention.observe(message.events, self.view)
 
     def on_status_changed(self, message: StatusChanged) -> None:
         old = self.status.state
@@ -228,6 +233,7 @@ class IrqApp(App[None]):
         self._apply(change)
 
     def _tick(self) -> None:
+        self.attention.tick()
         now = self.clock()
         if self.index.retime(now):
             self._record_transitions(now)
@@ -780,8 +786,10 @@ def _class_bindings(node: DOMNode) -> list[Binding]:
 def build_app(connection: Connection, *, ascii_only: bool | None = None,
               theme: str | None = None) -> IrqApp:
     """The app for ``connection``: keys from the config file, flags from the environment."""
+    notify: NotifySettings | None = None
     try:
-        keymap = load_config().keys
+        config = load_config()
+        keymap, notify = config.keys, config.notify
     except ConfigError:
         keymap = {}
     if ascii_only is None:
@@ -794,7 +802,7 @@ def build_app(connection: Connection, *, ascii_only: bool | None = None,
     else:
         source = LiveSource(connection.url, connection.token)
     return IrqApp(source, context=connection.context, read_only=connection.read_only,
-                  keymap=keymap, ascii_only=ascii_only, theme=theme)
+                  keymap=keymap, ascii_only=ascii_only, theme=theme, notify=notify)
 
 
 def run_tui(connection: Connection, mouse: bool = False, *, ascii_only: bool | None = None,

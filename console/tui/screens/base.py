@@ -178,6 +178,9 @@ class ViewScreen(Screen[None]):
     def action_help(self) -> None:
         self.irq.show_help(self)
 
+    def action_copy_id(self) -> None:  # ``y`` on fleet and inbox (console/tui/attention.py)
+        self.irq.attention.copy_selected(self)
+
     def action_filter(self) -> None:
         self.query_one(CommandBar).open("filter", self.current_filter())
 

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 
 from console.model import Interrupt
+from console.tui.attention import COPY_ID_BINDING
 from console.tui.messages import FleetChange
 from console.tui.run_rows import SORT_CYCLE
 from console.tui.screens.base import DECISION_BINDINGS, RUN_BINDINGS, ViewScreen
@@ -24,6 +25,7 @@ class FleetScreen(ViewScreen):
         *(replace(b, show=False) for b in DECISION_BINDINGS),  # footer room: see ? and ^p
         Binding("s", "sort_next", "sort", id="sort"),
         Binding("S", "sort_reverse", "reverse sort", show=False, id="sort_reverse"),
+        COPY_ID_BINDING,
     ]
 
     def compose(self) -> ComposeResult:

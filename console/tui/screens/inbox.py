@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Markdown, Static
 
 from console.model import Interrupt, InterruptPolicy
 from console.terminal_text import terminal_safe
+from console.tui.attention import COPY_ID_BINDING
 from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
 from console.tui.screens.base import DECISION_BINDINGS, ViewScreen
@@ -85,7 +86,7 @@ def args_text(intr: Interrupt) -> Text:
 class InboxScreen(ViewScreen):
     VIEW_NAME = "inbox"
 
-    BINDINGS = [*DECISION_BINDINGS]
+    BINDINGS = [*DECISION_BINDINGS, COPY_ID_BINDING]
 
     def __init__(self) -> None:
         super().__init__()
