@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from console.gateway.hub import Hub
 from console.gateway.protocol import AgentHeartbeat
@@ -136,6 +136,24 @@ def test_release_reported_before_the_gateway_expects_it_confirms_at_once():
     assert hub.runs[RID].state is RunState.CANCELLED
     notices = [e for e in hub.log if e["kind"] == "notice"]
     assert "confirmed" in notices[-1]["data"]["message"]
+
+
+def test_a_release_reported_before_the_command_was_sent_confirms_nothing():
+    # pause, released, resumed; a second pause sent before the agent beat again must not be
+    # confirmed by the first pause's "paused, released" report
+    now = [datetime(2026, 12, 1, 12, 0, tzinfo=UTC)]
+    hub = Hub(clock=lambda: now[0])
+    lock = Resource(id="lock", kind="lock", on_pause="release")
+    hub.observe_runs([_run()])
+    hub.agent_heartbeat(RID, _beat(seq=1, phase="paused", resources=[
+        lock.model_copy(update={"state": "released"})]))
+    now[0] += timedelta(seconds=5)
+    hub.expect_release(RID, "pause", {"lock"}, within_s=30, since=now[0])
+    assert RID in hub.release_checks  # still waiting for a report made after the command
+    now[0] += timedelta(seconds=1)
+    hub.agent_heartbeat(RID, _beat(seq=2, phase="paused", resources=[
+        lock.model_copy(update={"state": "released"})]))
+    assert RID not in hub.release_checks
 
 
 def test_events_since_replays_or_says_too_old():
