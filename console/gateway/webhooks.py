@@ -70,6 +70,13 @@ class Webhooks:
     # ------------------------------------------------------------- from the hub (sync)
 
     def observe(self, event: dict[str, Any]) -> None:
+        try:
+            self._observe(event)
+        except Exception:  # a notification bug must never break the hub's publish
+            self.counters["errors"] += 1
+            log.exception("classifying a %s event for webhooks failed", event.get("kind"))
+
+    def _observe(self, event: dict[str, Any]) -> None:
         note = self.classifier.classify(event)
         if note is None:
             return
