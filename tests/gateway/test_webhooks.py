@@ -211,3 +211,28 @@ async def test_notify_test_answers_per_webhook_and_needs_admin(
     finally:
         await admin.close()
         await viewer.close()
+
+
+async def test_real_agent_heartbeats_going_silent_notify_late_then_lost_once_per_kind(
+        gateways: Callable[..., Any], receiver: Receiver) -> None:
+    from tests.gateway.agent_wire import agent
+
+    running = await gateways([WebhookConfig(url=receiver.url, events=["late", "lost"])],
+                             per_kind=1, window_s=1.5)
+    names = ["a1", "a2", "a3"]
+    running.gateway.hub.observe_runs([  # as the adapter reports them
+        Run(id=f"dbos:local/{n}", backend="dbos", context="local", native_id=n, name=n,
+            state=RunState.RUNNING) for n in names])
+    async with agent(running.url, running.tokens["agent"]) as wire:
+        for n in names:
+            assert await wire.beat(n, interval_s=0.2, timeout_s=2.5) is None
+    # the agent is gone: late after ~1.2 s, lost after 2.5 s, then each kind's summary
+    await until(lambda: len(receiver.bodies) >= 4, "late, lost and their summaries", timeout=12)
+    await asyncio.sleep(0.5)
+    kinds = [(b["kind"], b["message"].startswith("and ")) for b in receiver.bodies]
+    assert sorted(kinds) == [("late", False), ("late", True), ("lost", False), ("lost", True)]
+    summaries = {b["kind"]: b["message"] for b in receiver.bodies if b["run_id"] is None}
+    assert summaries == {"late": "and 2 more runs turned late in the last 1.5 s",
+                         "lost": "and 2 more runs turned lost in the last 1.5 s"}
+    assert all(b["run_id"] in {f"dbos:local/{n}" for n in names}
+               for b in receiver.bodies if not b["message"].startswith("and "))
