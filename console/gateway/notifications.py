@@ -34,7 +34,10 @@ class Notification:
                 "title": self.title, "message": self.message, "gateway": gateway}
 
     def slack_body(self, gateway: str) -> dict[str, Any]:
-        return {"text": f"*{self.title}*\n{self.message}\n_irq gateway {gateway}_"}
+        """Slack's ``{"text": ...}``; agent text escaped (``&`` ``<`` ``>``) so a run name
+        cannot mention ``<!channel>`` or forge a link."""
+        return {"text": f"*{_slack(self.title)}*\n{_slack(self.message)}\n"
+                        f"_irq gateway {_slack(gateway)}_"}
 
 
 class _Bounded(OrderedDict[str, str]):
@@ -100,6 +103,10 @@ class EventClassifier:
         self._announced.put(iid, "pending")
         return Notification("interrupt", _str(data.get("run_id")), "New interrupt",
                             f"{data.get('title') or iid} ({data.get('run_id')}): {iid}", now)
+
+
+def _slack(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _str(value: Any) -> str | None:

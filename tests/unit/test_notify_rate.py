@@ -111,6 +111,16 @@ def test_leak_notices_and_overdue_obligations() -> None:
     assert c.classify({"kind": "obligation", "data": {"id": "o2", "state": "open"}}) is None
 
 
+def test_slack_text_cannot_mention_or_link() -> None:
+    c = EventClassifier()
+    note = c.classify(run("r1", "lost") | {"data": {"id": "r1", "state": "lost",
+                                                    "name": "<!channel> <http://x|y> & co"}})
+    assert note is not None
+    text = note.slack_body("ws://gw")["text"]
+    assert "<" not in text and ">" not in text and "&lt;!channel&gt;" in text
+    assert "&amp; co" in text
+
+
 def test_osc_text_has_no_controls_and_no_field_separator() -> None:
     text = osc_safe("a\x1b]52;c;AAAA\x07b\x9b2J;c" + "x" * 300)
     assert not any(ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f for ch in text)
