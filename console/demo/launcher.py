@@ -203,6 +203,9 @@ def write_demo_context(url: str, token: str, backends: list[str]) -> tuple[bool,
     config = load_config()
     ctx = config.contexts.get(DEMO_CONTEXT) or Context(name=DEMO_CONTEXT)
     ctx.url, ctx.token, ctx.backends, ctx.read_only = url, token, list(backends), False
+    from console.demo.preemption import preempt_command  # irq drill preempts demo workers
+
+    ctx.preempt_command = preempt_command(demo_paths().root)
     config.contexts[DEMO_CONTEXT] = ctx
     other = config.current_context if config.current_context not in (None, DEMO_CONTEXT) else None
     if other is None:

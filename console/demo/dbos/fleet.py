@@ -143,8 +143,11 @@ class Fleet:
         next_preempt = (
             time.monotonic() + self.preempt_every_s if self.preempt_every_s else float("inf")
         )
+        from console.demo.preemption import serve_fleet_requests  # irq drill's requests
+
         victim = 0
         while not self._stop.wait(0.5):
+            serve_fleet_requests(self)
             now = time.monotonic()
             for worker in self.members:
                 if worker.process is not None and worker.process.exit_code() is not None:

@@ -1,0 +1,47 @@
+"""``irq drill`` on the demo's own DBOS fleet (``console.demo.dbos.fleet`` under a real
+gateway): the context's preempt_command is the one ``irq demo`` writes, the fleet that
+started the workers SIGKILLs the worker of the drilled run and restarts it after its downtime,
+and the drill reports a clean recovery."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_harness import irq
+
+from console.demo.preemption import preempt_command, request_preempt
+from tests.support.live_fleet import LiveFleet
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture
+def demo_fleet(irq_home: Path) -> Iterator[LiveFleet]:
+    with LiveFleet(irq_home, agents=2, workers=2) as fleet:
+        template = preempt_command(irq_home)  # the fleet's db is IRQ_HOME/fleet.db
+        (irq_home / "config.toml").write_text(
+            'current_context = "demo"\n[contexts.demo]\n'
+            f'url = "{fleet.url}"\ntoken = "{fleet.tokens["operator"]}"\n'
+            f"preempt_command = '{template}'\n"
+        )
+        yield fleet
+
+
+def test_a_drill_on_the_demo_fleet_recovers_cleanly(demo_fleet: LiveFleet, irq_home: Path):
+    # a backend no demo process answers for, and a run no worker runs: refused, not hung
+    assert request_preempt(irq_home / "preempt", "temporal", "x", 1)[0] is False
+    ok, detail = request_preempt(irq_home / "preempt", "dbos", "no-such-workflow", 5)
+    assert not ok and "no worker of this fleet runs" in detail
+
+    result = irq("drill", "--yes", "-o", "json", "--timeout", "50")
+    print(result.stdout, result.stderr)
+    assert result.code == 0, result.stdout + result.stderr
+    (row,) = json.loads(result.stdout)["results"]
+    assert row["backend"] == "dbos" and row["clean"] and row["resources_ok"]
+    assert row["late_after_s"] is not None and row["recovered_after_s"] is not None
+    assert row["completed_steps_rerun"] == []
+    fleet_log = (irq_home / "fleet.log").read_text()
+    assert "preempted demo-worker-" in fleet_log
