@@ -49,6 +49,7 @@ from console.tui.attention import Attention
 from console.tui.command_line import parse_command
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
+from console.tui.marks import clear_sent_marks
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
 from console.tui.obligation_book import OPEN_STATES, due_text, overdue_count
 from console.tui.palette import IrqCommands
@@ -510,6 +511,7 @@ class IrqApp(App[None]):
             self.notify(f"{action.value}: nothing sent", timeout=3)
             return
         results = await self._send(action, targets, reason=outcome.reason)
+        clear_sent_marks(self.view_screen, results)  # applied: unmarked; failed: kept
         await self.push_screen_wait(ResultsDialog(action.value.capitalize(), results,
                                                   self.glyphs, self.ascii_only))
 

@@ -27,7 +27,7 @@ from tests.support.live_fleet import LiveFleet
 
 PORTABLE = re.compile(
     r"^([a-zA-Z0-9]|f([1-9]|10)|up|down|left|right|pageup|pagedown|home|end|enter|escape|tab"
-    r"|ctrl\+[a-z]|question_mark|slash|colon)$")
+    r"|ctrl\+[a-z]|question_mark|slash|colon|space|asterisk)$")
 
 
 def bindings(*classes: type) -> list[Binding]:

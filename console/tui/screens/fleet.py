@@ -10,9 +10,11 @@ from textual.binding import Binding
 
 from console.model import Interrupt
 from console.tui.attention import COPY_ID_BINDING
+from console.tui.marks import MARK_BINDINGS, Marks
 from console.tui.messages import FleetChange
 from console.tui.run_rows import SORT_CYCLE
 from console.tui.screens.base import DECISION_BINDINGS, RUN_BINDINGS, ViewScreen
+from console.tui.widgets.command_bar import CommandBar
 from console.tui.widgets.run_table import RunTable, RunTableHeader
 from console.tui.widgets.summary_line import SummaryLine
 
@@ -26,6 +28,7 @@ class FleetScreen(ViewScreen):
         Binding("s", "sort_next", "sort", id="sort"),
         Binding("S", "sort_reverse", "reverse sort", show=False, id="sort_reverse"),
         COPY_ID_BINDING,
+        *MARK_BINDINGS,
     ]
 
     def compose(self) -> ComposeResult:
@@ -42,8 +45,13 @@ class FleetScreen(ViewScreen):
 
     _binding_marker: tuple[object, ...] = ()
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks = Marks()  # space / * (console/tui/marks.py); actions apply to them
+
     def on_mount(self) -> None:
         super().on_mount()
+        self.table.marks = self.marks
         self.table.focus()
         self._refresh_summary()
 
@@ -51,6 +59,8 @@ class FleetScreen(ViewScreen):
         self.table.focus()
 
     def fleet_changed(self, change: FleetChange) -> None:
+        if len(self.marks) and self.marks.keep_only(self.irq.index.rows):
+            self.refresh_bindings()  # marks of runs that disappeared are dropped
         self.table.rows_changed(change.runs, reordered=change.reordered)
         self._refresh_summary()
         self._refresh_bindings_if_needed()
@@ -88,7 +98,8 @@ class FleetScreen(ViewScreen):
             self.table.empty_text = text
             self.table.refresh()
         self.query_one(SummaryLine).show(index.counts, len(index.visible), len(index),
-                                         index.sort.value, index.reverse, index.query.text)
+                                         index.sort.value, index.reverse, index.query.text,
+                                         marked=len(self.marks))
         arrow = self.irq.glyphs.arrow_down if index.reverse else self.irq.glyphs.arrow_up
         header = self.query_one(RunTableHeader)
         header.sort_marker = ({"age": "beat", "id": "run"}.get(index.sort.value,
@@ -98,8 +109,34 @@ class FleetScreen(ViewScreen):
     # ---------------------------------------------------------------- selection
 
     def selected_run_ids(self) -> list[str]:
+        if len(self.marks):
+            return self.marks.ids()  # actions apply to the marked rows
         selected = self.table.selected_id
         return [selected] if selected else []
+
+    # -------------------------------------------------------------------- marks
+
+    def marks_changed(self) -> None:
+        self.table.refresh()
+        self._refresh_summary()
+        self.refresh_bindings()
+
+    def action_toggle_mark(self) -> None:
+        selected = self.table.selected_id
+        if selected:
+            self.marks.toggle(selected)
+            self.marks_changed()
+
+    def action_mark_shown(self) -> None:
+        self.marks.mark_all(list(self.irq.index.visible))
+        self.marks_changed()
+
+    def action_back(self) -> None:
+        if len(self.marks) and not self.query_one(CommandBar).is_open:
+            self.marks.clear()  # esc: marks first, then the filter, then back
+            self.marks_changed()
+            return
+        super().action_back()
 
     def selected_interrupt(self) -> Interrupt | None:
         selected = self.table.selected_id

@@ -8,7 +8,7 @@ screen. ``tick()`` (once a second) redraws the visible rows so heartbeat ages ad
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 
 from rich.segment import Segment
@@ -23,6 +23,7 @@ from textual.widgets import Static
 
 from console.model import utcnow
 from console.terminal_text import terminal_safe
+from console.tui.marks import MARK_GLYPH
 from console.tui.run_columns import GUTTER, SEP, Layout, cell, layout, pad
 from console.tui.run_rows import RunRow, RunRowIndex
 from console.tui.state_display import UNICODE, GlyphSet, format_age, truncate, truncate_middle
@@ -154,6 +155,7 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self._now: datetime = clock()
         self.lines_rendered = 0  # for the benchmark
         self.empty_text = ""  # shown when there is no row (why the table is empty)
+        self.marks: Collection[str] = frozenset()  # marked run ids (console/tui/marks.py)
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._line_keys: dict[int, tuple[object, ...]] = {}  # position -> key when drawn
@@ -249,7 +251,8 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         run = row.run
         beat = int(run.heartbeat_age_s(self._now) or -1)
         updated = int((self._now - run.updated_at).total_seconds())
-        return (id(run), row.state, pos == self.cursor, format_age(beat), format_age(updated))
+        return (id(run), row.state, pos == self.cursor, format_age(beat), format_age(updated),
+                run.id in self.marks)
 
     # ---------------------------------------------------------------- rendering
 
@@ -284,6 +287,8 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         g = self.glyphs
         style = self._cursor_style if is_cursor else self._style
         marker = (">" if g.ellipsis == "~" else "▌") if is_cursor else " "
+        if row.run.id in self.marks:
+            marker = MARK_GLYPH  # marked: '*' (the cursor row still shows its cursor style)
         segments = [Segment(marker, style("ask"))]
         used = len(marker)
         gap = Segment(" " * SEP, style(""))

@@ -29,9 +29,11 @@ TONE_STYLE = {
 
 
 def summary_text(counts: Counter[RunState], shown: int, total: int, sort: str, reverse: bool,
-                 query: str, width: int, g: GlyphSet = UNICODE) -> Text:
+                 query: str, width: int, g: GlyphSet = UNICODE, marked: int = 0) -> Text:
     present = [s for s in ATTENTION_ORDER if counts.get(s)]
     right = Text()
+    if marked:
+        right.append(f" {marked} marked", style="bold magenta")
     if query:
         right.append(f" /{query}", style="bold")
     right.append(f"  {shown}/{total}", style="bold" if shown != total else "")
@@ -61,17 +63,19 @@ class SummaryLine(Static):
         super().__init__("", **kwargs)  # type: ignore[arg-type]
         self.glyphs = glyphs
         self._args: tuple[Counter[RunState], int, int, str, bool, str] | None = None
+        self.marked = 0  # marked rows (console/tui/marks.py)
         self._last: Text | None = None
 
     def show(self, counts: Counter[RunState], shown: int, total: int, sort: str,
-             reverse: bool, query: str) -> None:
+             reverse: bool, query: str, marked: int = 0) -> None:
         args = (counts, shown, total, sort, reverse, query)
         self._args = args
-        text = summary_text(*args, max(20, self.size.width), self.glyphs)
+        self.marked = marked
+        text = summary_text(*args, max(20, self.size.width), self.glyphs, marked)
         if text != self._last:
             self._last = text
             self.update(text, layout=False)
 
     def on_resize(self) -> None:
         if self._args is not None:
-            self.show(*self._args)
+            self.show(*self._args, marked=self.marked)
