@@ -15,6 +15,8 @@ from tui_pilot import filter_list, until
 from console.model import Action, CommandResult, Decision
 from console.tui.app import IrqApp
 from console.tui.fleet_source import RecordedSource
+from console.tui.marks import Marks
+from console.tui.messages import FleetBatch
 from console.tui.screens.fleet import FleetScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.results_dialog import ResultsDialog
@@ -143,3 +145,32 @@ async def test_no_on_the_bulk_dialog_sends_nothing_and_keeps_the_marks() -> None
         assert screen.marks.ids() == marked
 
 
+
+
+async def test_marks_of_a_run_that_disappears_are_dropped() -> None:
+    app, _ = app_with_capture()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = fleet(app)
+        await pilot.press("space", "down", "space")
+        gone, kept = screen.marks.ids()
+        del app.view.runs[gone]  # the gateway reported the run removed
+        app.post_message(FleetBatch([{"kind": "run_removed", "data": {"id": gone}}]))
+        await until(pilot, lambda: gone not in app.index.rows, "the run dropped from the table")
+        await pilot.pause(0.2)
+        assert screen.marks.ids() == [kept]
+        assert screen.query_one(SummaryLine).marked == 1
+
+
+def test_marks_toggle_mark_all_and_sent() -> None:
+    marks = Marks()
+    assert marks.toggle("a") and "a" in marks
+    assert marks.mark_all(["a", "b", "c"]) and marks.ids() == ["a", "b", "c"]
+    assert not marks.mark_all(["a", "b", "c"]) and not len(marks)  # again: cleared
+    assert not marks.mark_all([])
+    marks.mark_all(["a", "b", "c"])
+    assert marks.keep_only(["a", "c", "z"]) and marks.ids() == ["a", "c"]
+    assert not marks.keep_only(["a", "c"])
+    marks.sent([CommandResult(id="1", action="pause", target="a", outcome="applied"),
+                CommandResult(id="1", action="pause", target="c", outcome="conflict")])
+    assert marks.ids() == ["c"]
