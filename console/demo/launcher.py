@@ -598,9 +598,12 @@ def _announce(
 
 def _wait(children: list[ChildProcess], gateway: ChildProcess) -> int:
     """Until SIGINT/SIGTERM (DemoStopped); 1 when the gateway dies on its own."""
+    from console.demo.preemption import control_dir, serve_launcher_requests  # irq drill
+
     reported: set[str] = set()
     while True:
         time.sleep(0.5)
+        serve_launcher_requests(control_dir(demo_paths().root), children)
         for child in children:
             code = child.exit_code()
             if code is None or child.name in reported:

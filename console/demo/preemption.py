@@ -29,10 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from console.demo.dbos.fleet import Fleet
+    from console.processes import ChildProcess
 
 #: backends whose demo processes answer preemption requests
-ANSWERED = ("dbos",)
+ANSWERED = ("dbos", "temporal")
+#: workers the launcher itself started and restarts when asked: backend -> child name
+LAUNCHER_WORKERS = {"temporal": "t-worker"}
 ANSWER_TIMEOUT_S = 20.0
 
 
@@ -125,6 +130,23 @@ def serve_fleet_requests(fleet: Fleet) -> None:
         fleet.preempt(worker)
         answer(request, True, f"SIGKILL {worker.executor_id} (pid {pid}); restarts in "
                               f"{fleet.downtime_s:g}s")
+
+
+def serve_launcher_requests(directory: Path, children: Iterable[ChildProcess]) -> None:
+    """Answer requests for the workers ``irq demo`` started itself (the Temporal worker runs
+    every Temporal run of the demo): SIGKILL it by its pid and start it again at once."""
+    by_name = {child.name: child for child in children}
+    for backend, name in LAUNCHER_WORKERS.items():
+        for request, _native_id in pending_requests(directory, backend):
+            child = by_name.get(name)
+            if child is None or not child.alive():
+                answer(request, False, f"the demo's {name} is not running")
+                continue
+            pid = child.pid
+            child.kill()
+            child.stop(5.0)  # reaps it (and closes its log)
+            child.start()
+            answer(request, True, f"SIGKILL {name} (pid {pid}); restarted as pid {child.pid}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,93 @@
+"""``irq drill`` on the demo's Temporal worker: the dev server and worker of the demo's
+Temporal extension under a real gateway; the requests the demo context's preempt_command
+makes are answered by ``serve_launcher_requests`` (what ``irq demo``'s wait loop calls), which
+SIGKILLs the worker the test started and starts it again; the drill reports the recovery."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_harness import ROOT, gateway_ready, irq
+from test_demo_policy_temporal import _start_extension
+
+from console.demo.preemption import control_dir, preempt_command, serve_launcher_requests
+from console.processes import ChildProcess, free_port, stop_process
+
+pytest.importorskip("temporalio")
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture
+def temporal_demo(irq_home: Path) -> Iterator[list[ChildProcess]]:
+    from console.gateway.auth import create_token
+    from console.model import Role
+
+    port = free_port()
+    url = f"ws://127.0.0.1:{port}"
+    operator = create_token(Role.OPERATOR, "drill-operator", irq_home)
+    agent = create_token(Role.AGENT, "drill-agent", irq_home, scopes=("temporal:local",))
+    processes, backend = _start_extension(irq_home, url, agent)
+    stop = threading.Event()
+    log = open(irq_home / "serve.log", "ab")  # noqa: SIM115 - closed below
+    gateway: subprocess.Popen[bytes] | None = None
+    server = threading.Thread(
+        target=lambda: [serve_launcher_requests(control_dir(irq_home), processes)
+                        for _ in iter(lambda: stop.wait(0.3), True)],
+        daemon=True,
+    )
+    try:
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "console.cli.app", "serve", "--port", str(port),
+             "--backend", backend],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "IRQ_HOME": str(irq_home)},
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not gateway_ready(url, operator):
+            assert gateway.poll() is None, (irq_home / "serve.log").read_text()
+            assert time.monotonic() < deadline, "irq serve did not answer"
+            time.sleep(0.2)
+        processes[-1].start()
+        (irq_home / "config.toml").write_text(
+            f'current_context = "demo"\n[contexts.demo]\nurl = "{url}"\n'
+            f"token = \"{operator}\"\npreempt_command = '{preempt_command(irq_home)}'\n"
+        )
+        server.start()
+        yield processes
+    finally:
+        stop.set()
+        for process in reversed(processes):
+            process.stop(grace_s=10)
+        if gateway is not None:
+            stop_process(gateway)
+        log.close()
+
+
+def test_a_drill_on_the_demo_temporal_worker_recovers_cleanly(
+    temporal_demo: list[ChildProcess],
+) -> None:
+    deadline = time.monotonic() + 60
+    while True:  # a Temporal run beating
+        out = irq("runs", "-o", "json")
+        runs = json.loads(out.stdout) if out.code == 0 else []
+        if any(r["backend"] == "temporal" and r["state"] == "running"
+               and r["heartbeat_age_s"] is not None for r in runs):
+            break
+        assert time.monotonic() < deadline, out.stdout + out.stderr
+        time.sleep(1)
+    worker_pid = temporal_demo[-1].pid
+    result = irq("drill", "--filter", "backend:temporal", "--yes", "-o", "json",
+                 "--timeout", "60")
+    print(result.stdout, result.stderr)
+    assert temporal_demo[-1].pid != worker_pid  # killed and started again
+    assert result.code == 0, result.stdout + result.stderr
+    (row,) = json.loads(result.stdout)["results"]
+    assert row["backend"] == "temporal" and row["clean"] and row["completed_steps_rerun"] == []
