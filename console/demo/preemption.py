@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from console.processes import ChildProcess
 
 #: backends whose demo processes answer preemption requests
-ANSWERED = ("dbos", "temporal")
+ANSWERED = ("dbos", "temporal", "restate")
 #: workers the launcher itself started and restarts when asked: backend -> child name
-LAUNCHER_WORKERS = {"temporal": "t-worker"}
+LAUNCHER_WORKERS = {"temporal": "t-worker", "restate": "rs-svc"}
 ANSWER_TIMEOUT_S = 20.0
 
 
@@ -134,7 +134,8 @@ def serve_fleet_requests(fleet: Fleet) -> None:
 
 def serve_launcher_requests(directory: Path, children: Iterable[ChildProcess]) -> None:
     """Answer requests for the workers ``irq demo`` started itself (the Temporal worker runs
-    every Temporal run of the demo): SIGKILL it by its pid and start it again at once."""
+    every Temporal run of the demo, rs-svc every Restate handler): SIGKILL it by its pid and
+    start it again at once."""
     by_name = {child.name: child for child in children}
     for backend, name in LAUNCHER_WORKERS.items():
         for request, _native_id in pending_requests(directory, backend):
