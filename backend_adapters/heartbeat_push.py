@@ -420,9 +420,10 @@ class HeartbeatPusher:
     def _handle_policy(self, frame: dict[str, Any]) -> None:
         self.policy_frames += 1
         try:
-            sink = self._on_policy or _policy_sink
-            if sink is not None:
-                sink(frame)
+            if self._on_policy is not None:
+                self._on_policy(frame)
+            else:
+                _deliver_policy(frame)
         except Exception:
             log.warning("could not apply the gateway's policy frame", exc_info=True)
 
@@ -478,14 +479,29 @@ class HeartbeatPusher:
 
 #: where pushers without an ``on_policy`` callback hand the gateway's policy frames: set by
 #: backend_adapters.policy_guard when it is imported (the guard depends on the pusher, never
-#: the other way round); a process without a guard ignores policy frames
+#: the other way round). The last frame is kept: a guard imported after the pusher connected
+#: (the gateway sends the policy once, right after the hello) still gets it.
 _policy_sink: Callable[[dict[str, Any]], None] | None = None
+_last_policy_frame: dict[str, Any] | None = None
+_policy_lock = threading.Lock()
+
+
+def _deliver_policy(frame: dict[str, Any]) -> None:
+    global _last_policy_frame
+    with _policy_lock:  # held while the sink runs: frames reach it in the order read
+        _last_policy_frame = frame
+        if _policy_sink is not None:
+            _policy_sink(frame)
 
 
 def set_policy_sink(sink: Callable[[dict[str, Any]], None] | None) -> None:
-    """Route policy frames read by every pusher without its own ``on_policy`` to ``sink``."""
+    """Route policy frames read by every pusher without its own ``on_policy`` to ``sink``,
+    starting with the last one already read (if any)."""
     global _policy_sink
-    _policy_sink = sink
+    with _policy_lock:
+        _policy_sink = sink
+        if sink is not None and _last_policy_frame is not None:
+            sink(_last_policy_frame)
 
 
 _shared: HeartbeatPusher | None = None
