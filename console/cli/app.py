@@ -129,8 +129,10 @@ app.add_typer(notify_app, name="notify", rich_help_panel="Run")
 
 def main() -> None:
     """Console-script entry point: never a traceback unless IRQ_DEBUG is set."""
+    from console.cli.wait import bare_wait
+
     try:
-        app(prog_name="irq")
+        app(prog_name="irq", args=bare_wait(sys.argv[1:]))
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence

@@ -33,17 +33,45 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: ``--wait`` given without a number
+DEFAULT_WAIT_S = 300.0
+
 WaitOption = Annotated[
     float | None,
     typer.Option(
         "--wait",
-        metavar="SECONDS",
+        metavar="[SECONDS]",
         help="Block until the effect is observed (paused with releases confirmed, ended, "
-        "running, decision consumed), at most SECONDS (e.g. --wait 120); a timeout exits 7.",
+        "running, decision consumed), at most SECONDS (e.g. --wait 120; --wait alone: "
+        f"{DEFAULT_WAIT_S:g}); a timeout exits 7.",
         show_default=False,
         min=0.0,
     ),
 ]
+
+def bare_wait(argv: list[str]) -> list[str]:
+    """``argv`` with a bare ``--wait`` (last, or followed by anything but a number) given
+    :data:`DEFAULT_WAIT_S` (click options cannot take an optional value). Words after ``--``
+    are left alone."""
+    out: list[str] = []
+    for i, word in enumerate(argv):
+        if word == "--":
+            return out + argv[i:]
+        out.append(word)
+        if word == "--wait":
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            if following is None or not _is_number(following):
+                out.append(f"{DEFAULT_WAIT_S:g}")
+    return out
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
 
 #: what the progress line calls a target that reached its effect
 DONE_WORD = {
