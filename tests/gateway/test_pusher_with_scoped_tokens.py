@@ -44,6 +44,6 @@ async def test_the_pusher_reports_in_scope_and_is_told_out_of_scope(trust_gatewa
         await asyncio.to_thread(good.close)
         await asyncio.to_thread(refused.close)
     assert {e["code"] for e in refused.errors} == {"out_of_scope"}
-    warnings = [r for r in caplog.records if "rejected a heartbeat" in r.getMessage()]
+    warnings = [r for r in caplog.records if "rejected a frame" in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
     assert good.errors == []
