@@ -6,6 +6,15 @@ are merged into the runs they belong to and coalesced: a flood of beats becomes 
 ``run`` event per run per coalescing window. Liveness is re-evaluated every tick, so silence
 turns a run ``late`` and then ``lost`` without any event from the agent.
 
+Events are encoded once, lazily, for all clients (:class:`Event`); subscribers are cursors
+into the log, not queues of their own, so a slow client costs no memory beyond the log: when
+its cursor falls more than ``max_lag`` events behind (or off the log), the server resyncs it
+from a snapshot (:func:`lag_decision`). A beat that changes nothing but the run's heartbeat
+time and progress takes a fast path and becomes a ``run`` event whose full form is rendered
+only when a client asks for it; clients that asked for compact beats get ``beat`` events.
+Liveness is re-evaluated only for runs whose late/lost deadline has come (a wheel of
+one-second buckets), not for every run every second.
+
 Each run's beats are bound to the token that first reported it (:class:`Reporter`); beats from
 another token are refused until the bound one has been silent past its timeout or an
 operator resumed the run (see SECURITY.md). Beats for runs no adapter knows are held in a
@@ -14,27 +23,39 @@ bounded store (:mod:`console.gateway.unknown_beats`) and adopted when the run ap
 
 from __future__ import annotations
 
+import itertools
+import math
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, NamedTuple
 
-from console.gateway.protocol import AgentHeartbeat, FrameError
+from console.gateway.protocol import AgentHeartbeat, FrameError, SubscriptionFilter, encode
 from console.gateway.unknown_beats import UnknownBeats
+from console.liveness import late_margin
 from console.model import (
     BackendHealth,
     DecisionRecord,
     Heartbeat,
     Interrupt,
+    Resource,
     Run,
     RunState,
     utcnow,
 )
-from console.semantics import beat_is_stale, recoverability_warnings, unified_state
+from console.semantics import (
+    LIVE_STATES,
+    beat_is_stale,
+    recoverability_warnings,
+    unified_state,
+)
 
 HEARTBEAT_HISTORY = 120
+HISTORY_RUNS = 2_000  # runs whose recent beats are kept (least recently beating go first)
+WHEEL_SLOTS_PER_S = 10  # the liveness wheel's resolution
+MAX_LAG = 50_000  # events a subscriber may fall behind before it is resynced
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
 FINISHED_RUN_TTL = timedelta(hours=1)  # finished runs leave the live index (audit keeps them)
 MAX_UNKNOWN_RUNS = 10_000  # runs no adapter knows whose latest beat is kept
@@ -66,13 +87,118 @@ class ReleaseCheck:
     reporter: Reporter | None = None  # only the token bound at the time may confirm
 
 
+class BeatFacts(NamedTuple):
+    """What the hub keeps of a run's latest agent beat (a tenth of the parsed frame)."""
+
+    seq: int
+    at: datetime | None
+    progress: float | None
+    resources: list[Resource] | None
+    interval_s: float | None
+    timeout_s: float | None
+    in_flight_step: str | None
+    phase: str
+
+    @staticmethod
+    def of(beat: AgentHeartbeat) -> BeatFacts:
+        return BeatFacts(beat.seq, beat.at, beat.progress, beat.resources, beat.interval_s,
+                         beat.timeout_s, beat.in_flight_step, beat.phase)
+
+
+class Event(dict[str, Any]):
+    """One published event, ``{"seq", "kind", "data"}``, with its encodings made once for
+    every client. A beat event (``run_ref`` set) has no ``data`` stored: its full form (the
+    run contract) is rendered from the run when first asked for, with the beat's heartbeat
+    time and progress; its compact form is ``{"id", "heartbeat_at", "progress"}``."""
+
+    __slots__ = ("scope", "run_ref", "beat", "_full", "_compact")
+
+    def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
+                 scope: str | None, run_ref: Run | None = None,
+                 beat: dict[str, Any] | None = None) -> None:
+        super().__init__(seq=seq, kind=kind)
+        if data is not None:
+            self["data"] = data
+        self.scope = scope  # BACKEND:CONTEXT the event is about (None: no context)
+        self.run_ref = run_ref
+        self.beat = beat
+        self._full: bytes | None = None
+        self._compact: bytes | None = None
+
+    @property
+    def seq(self) -> int:
+        return int(self["seq"])
+
+    def __missing__(self, key: str) -> Any:
+        if key == "data" and self.run_ref is not None and self.beat is not None:
+            return self._render()
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def _render(self) -> dict[str, Any]:
+        run, beat = self.run_ref, self.beat
+        assert run is not None and beat is not None
+        data = run.contract()
+        data["heartbeat_at"] = beat["heartbeat_at"]
+        data["progress"] = beat["progress"]
+        return data
+
+    def full(self) -> bytes:
+        """The event as every client without compact beats gets it."""
+        if self._full is None:
+            self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
+        return self._full
+
+    def compact(self) -> bytes:
+        """A beat event as a ``beat`` event; any other event as :meth:`full`."""
+        if self.beat is None:
+            return self.full()
+        if self._compact is None:
+            self._compact = encode({"seq": self["seq"], "kind": "beat", "data": self.beat})
+        return self._compact
+
+
 @dataclass(eq=False)
 class Subscriber:
-    """A connected client's pending events; the server flushes them in batches."""
+    """A connected client: a cursor into the hub's log; the server flushes in batches."""
 
     wake: Callable[[], None]
-    pending: list[dict[str, Any]] = field(default_factory=list)
-    overflowed: bool = False
+    cursor: int = 0  # the last seq this client was sent (or covered by its snapshot)
+    filter: SubscriptionFilter | None = None
+    compact_beats: bool = False
+    urgent: bool = False  # a state event (not a beat) waits: flush soon
+    resyncs: int = 0  # snapshots sent because the client fell behind
+
+
+def lag_decision(cursor: int, seq: int, first_logged: int | None,
+                 max_lag: int) -> Literal["current", "send", "resync"]:
+    """What a subscriber at ``cursor`` gets when the hub is at ``seq`` and its log starts at
+    ``first_logged``: nothing, the events after its cursor, or (too far behind, or the log
+    no longer reaches back) a fresh snapshot."""
+    if cursor >= seq:
+        return "current"
+    if seq - cursor > max_lag or first_logged is None or first_logged > cursor + 1:
+        return "resync"
+    return "send"
+
+
+def event_scope(kind: str, data: dict[str, Any]) -> str | None:
+    """The ``BACKEND:CONTEXT`` an event is about, for subscription filters (None: none)."""
+    if kind == "backend":
+        return f"{data.get('backend')}:{data.get('context')}"
+    ref = data.get("run_id") if kind in ("interrupt", "notice", "obligation") else (
+        data.get("target") if kind == "audit" else data.get("id"))
+    if kind == "interrupt_removed":
+        ref = data.get("id")
+    if not isinstance(ref, str) or "/" not in ref:
+        return None
+    head = ref.split("/", 1)[0]
+    return head if ":" in head else None
 
 
 class Hub:
@@ -85,14 +211,15 @@ class Hub:
         self.log: deque[dict[str, Any]] = deque(maxlen=event_log_size)
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
         self._observed: dict[str, Run] = {}  # as the adapter last reported it
-        self._beats: dict[str, AgentHeartbeat] = {}  # latest agent beat per known run id
+        self._beats: dict[str, BeatFacts] = {}  # latest agent beat per known run id
         self._beat_seen: dict[str, datetime] = {}  # when the gateway accepted that beat
         self._bound: dict[str, Reporter] = {}  # known run id -> the token its beats come from
         self.unknown: UnknownBeats[_Unknown] = UnknownBeats(
             max_runs=MAX_UNKNOWN_RUNS, max_bytes=MAX_UNKNOWN_BYTES)
         self.stale_beats = 0  # beats ignored because a newer one was already accepted
         self.takeovers = 0  # runs whose binding moved to another token
-        self.history: dict[str, deque[Heartbeat]] = {}
+        #: recent beats of the runs that beat most recently (HISTORY_RUNS of them)
+        self.history: OrderedDict[str, deque[Heartbeat]] = OrderedDict()
         self.interrupts: dict[str, Interrupt] = {}
         #: set by the command executor: an interrupt as shown (four-eyes approvals so far)
         self.interrupt_overlay: Callable[[Interrupt], Interrupt] = lambda intr: intr
@@ -101,7 +228,10 @@ class Hub:
         self.release_checks: dict[str, ReleaseCheck] = {}
         self.subscribers: set[Subscriber] = set()
         self._dirty: set[str] = set()
-        self.max_pending = 50_000
+        self.max_lag = MAX_LAG
+        self._due: dict[int, set[str]] = {}  # 100 ms slot -> runs whose liveness may change
+        self._due_of: dict[str, int] = {}
+        self._terminal: set[str] = set()  # runs in a terminal state (for the TTL)
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
         self.snapshot_parts: dict[str, Callable[[], Any]] = {}
         #: called with every published event (the webhooks classify; they must not block)
@@ -109,40 +239,73 @@ class Hub:
 
     # ------------------------------------------------------------------------- events
 
-    def publish(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    def publish(self, kind: str, data: dict[str, Any]) -> Event:
         self.seq += 1
-        event = {"seq": self.seq, "kind": kind, "data": data}
+        event = Event(self.seq, kind, data, event_scope(kind, data))
         self.log.append(event)
         for sub in self.subscribers:
-            if sub.overflowed:
-                continue
-            sub.pending.append(event)
-            if len(sub.pending) > self.max_pending:
-                sub.overflowed = True  # the server sends it a fresh snapshot instead
-                sub.pending.clear()
+            sub.urgent = True
             sub.wake()
         for listener in self.listeners:
             listener(event)
         return event
 
-    def events_since(self, since: int) -> list[dict[str, Any]] | None:
+    def _publish_beat(self, run: Run, now: datetime) -> None:
+        """A beat that changed only the heartbeat time and progress (no wake: the caller
+        wakes the subscribers once per flush; listeners skip it, the state did not change)."""
+        self.seq += 1
+        at = run.heartbeat_at
+        beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
+                "progress": run.progress}
+        self.log.append(Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat))
+
+    def events_since(self, since: int) -> list[Event] | None:
         """Events after ``since``; None when the log no longer reaches back that far."""
         if since >= self.seq:
             return []
         if not self.log or self.log[0]["seq"] > since + 1:
             return None
-        start = since + 1 - self.log[0]["seq"]
-        return [self.log[i] for i in range(start, len(self.log))]
+        newer = self.seq - since
+        return list(itertools.islice(reversed(self.log), newer))[::-1]
 
-    def snapshot(self, now: datetime | None = None) -> dict[str, Any]:
+    def take(self, sub: Subscriber, limit: int = 20_000) -> list[Event] | None:
+        """The next events for ``sub`` (at most ``limit``, its cursor moves past them), or
+        None when it must be resynced from a snapshot (:func:`lag_decision`)."""
+        first = self.log[0]["seq"] if self.log else None
+        decision = lag_decision(sub.cursor, self.seq, first, self.max_lag)
+        if decision == "current":
+            return []
+        if decision == "resync":
+            return None
+        newer = self.seq - sub.cursor
+        events = list(itertools.islice(reversed(self.log), newer))[::-1][:limit]
+        sub.cursor = events[-1].seq if events else self.seq
+        return events
+
+    def snapshot(self, now: datetime | None = None,
+                 flt: SubscriptionFilter | None = None) -> dict[str, Any]:
+        """The whole state (or what ``flt`` admits of it) at ``seq``."""
         now = now or self.clock()
+        runs: Any = self.runs.values()
+        interrupts: Any = self.interrupts.values()
+        backends: Any = self.backends.values()
+        if flt is not None:
+            contexts = set(flt.contexts) if flt.contexts is not None else None
+            kinds = set(flt.kinds) if flt.kinds is not None else None
+            runs = [] if kinds is not None and "run" not in kinds else [
+                r for r in runs if contexts is None or f"{r.backend}:{r.context}" in contexts]
+            interrupts = [] if kinds is not None and "interrupt" not in kinds else [
+                i for i in interrupts
+                if contexts is None or i.run_id.split("/", 1)[0] in contexts]
+            backends = [] if kinds is not None and "backend" not in kinds else [
+                b for b in backends if contexts is None or b.key in contexts]
         return {
             "type": "snapshot",
             "epoch": self.epoch,
             "seq": self.seq,
-            "runs": [r.contract(now) for r in self.runs.values()],
-            "interrupts": [i.contract(now) for i in self.interrupts.values()],
-            "backends": [b.contract(now) for b in self.backends.values()],
+            "runs": [r.contract(now) for r in runs],
+            "interrupts": [i.contract(now) for i in interrupts],
+            "backends": [b.contract(now) for b in backends],
             **{key: part() for key, part in self.snapshot_parts.items()},
         }
 
@@ -159,9 +322,12 @@ class Hub:
     def observe_runs(self, runs: list[Run], gone: list[str] | None = None) -> None:
         now = self.clock()
         for run in runs:
+            before = self._observed.get(run.id)
             self._observed[run.id] = run
             if run.id in self.unknown:
                 self._adopt(run.id)
+            elif before is not None and before is not run and before == run:
+                continue  # the adapter reports it unchanged; liveness has its own wheel
             self._refresh(run.id, now)
         for run_id in gone or []:
             self._forget_run(run_id)
@@ -174,6 +340,8 @@ class Hub:
         self.unknown.pop(run_id)
         self.history.pop(run_id, None)
         self.release_checks.pop(run_id, None)
+        self._unschedule(run_id)
+        self._terminal.discard(run_id)
         if self.runs.pop(run_id, None) is not None:
             self.publish("run_removed", {"id": run_id})
 
@@ -216,8 +384,76 @@ class Hub:
         elif old is not None and old.updated_at > merged.updated_at:
             merged.updated_at = old.updated_at
         self.runs[run_id] = merged
+        self._schedule(merged)
+        if merged.state.terminal:
+            self._terminal.add(run_id)
+        else:
+            self._terminal.discard(run_id)
         if old is None or _differs(old, merged):
             self.publish("run", merged.contract(now))
+
+    def _beat_only(self, run_id: str, now: datetime) -> bool:
+        """The fast path of a flush: when the latest beat changes nothing but the run's
+        heartbeat time and progress (same state, cadence, resources, step; no release
+        check), update the merged run in place and publish a beat event. False: the full
+        merge is needed."""
+        run = self.runs.get(run_id)
+        beat = self._beats.get(run_id)
+        observed = self._observed.get(run_id)
+        if run is None or beat is None or observed is None or run_id in self.release_checks:
+            return False
+        # what _merge would set, field by field
+        if ((beat.interval_s or observed.heartbeat_interval_s) != run.heartbeat_interval_s
+                or (beat.timeout_s or observed.heartbeat_timeout_s) != run.heartbeat_timeout_s
+                or beat.in_flight_step != run.in_flight_step
+                or (beat.resources if beat.resources is not None
+                    else observed.resources) != run.resources
+                or (beat.progress is None and run.progress != observed.progress)):
+            return False
+        fields = run.__dict__
+        at, state = fields["heartbeat_at"], fields["state"]
+        fields["heartbeat_at"], fields["state"] = beat.at or now, observed.state
+        try:
+            new_state = unified_state(run, now)
+        finally:
+            fields["state"] = state
+        if new_state is not state:
+            fields["heartbeat_at"] = at
+            return False
+        if beat.progress is not None:
+            fields["progress"] = beat.progress
+        self._schedule(run)
+        self._publish_beat(run, now)
+        return True
+
+    # ------------------------------------------------------------------ liveness wheel
+
+    def _schedule(self, run: Run, not_before: int | None = None) -> None:
+        """File ``run`` under the slot (100 ms) its silence could next change its state."""
+        due = _liveness_due(run)
+        if due is not None and not_before is not None and due < not_before:
+            due = not_before  # judged at a fixed time (observed_at): look again later
+        old = self._due_of.get(run.id)
+        if old == due:
+            return
+        if old is not None:
+            bucket = self._due.get(old)
+            if bucket is not None:
+                bucket.discard(run.id)
+                if not bucket:
+                    del self._due[old]
+        if due is None:
+            self._due_of.pop(run.id, None)
+            return
+        self._due_of[run.id] = due
+        self._due.setdefault(due, set()).add(run.id)
+
+    def _unschedule(self, run_id: str) -> None:
+        old = self._due_of.pop(run_id, None)
+        if old is not None and old in self._due:
+            self._due[old].discard(run_id)
+            if not self._due[old]:
+                del self._due[old]
 
     def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat,
                         reporter: Reporter | None = None, size: int = 0) -> None:
@@ -248,32 +484,40 @@ class Hub:
         if not known:
             self.unknown.put(run_id, _Unknown(beat, owner), size or 512)
             return
-        self._beats[run_id] = beat
+        facts = BeatFacts.of(beat)
+        self._beats[run_id] = facts
         self._beat_seen[run_id] = now
-        if owner is not None:
+        if owner is not None and bound is not owner:
             self._bound[run_id] = owner
         self._record(run_id, beat)
-        self._verify_release(run_id, beat, reporter)
+        self._verify_release(run_id, facts, reporter)
         self._dirty.add(run_id)
 
     def _record(self, run_id: str, beat: AgentHeartbeat) -> None:
-        hist = self.history.setdefault(run_id, deque(maxlen=HEARTBEAT_HISTORY))
-        hist.append(
-            Heartbeat(at=beat.at or self.clock(), seq=beat.seq, progress=beat.progress,
-                      details=beat.details, resources=beat.resources)
-        )
+        hist = self.history.get(run_id)
+        if hist is None:
+            hist = self.history[run_id] = deque(maxlen=HEARTBEAT_HISTORY)
+            while len(self.history) > HISTORY_RUNS:
+                self.history.popitem(last=False)
+        else:
+            self.history.move_to_end(run_id)
+        # already validated as a heartbeat frame: construct, do not validate again
+        hist.append(Heartbeat.model_construct(
+            at=beat.at or self.clock(), seq=beat.seq, progress=beat.progress,
+            details=beat.details, resources=beat.resources))
 
     def _adopt(self, run_id: str) -> None:
         """A run an adapter now shows: its held beat (and binding) become the run's."""
         held = self.unknown.pop(run_id)
         if held is None:
             return
-        self._beats[run_id] = held.beat
+        self._beats[run_id] = BeatFacts.of(held.beat)
         if held.reporter is not None:
             self._bound[run_id] = held.reporter
         self._record(run_id, held.beat)
 
-    def _may_take_over(self, run_id: str, last: AgentHeartbeat | None, now: datetime) -> bool:
+    def _may_take_over(self, run_id: str, last: AgentHeartbeat | BeatFacts | None,
+                       now: datetime) -> bool:
         """Another token may report for a run once its bound token has been silent longer
         than the run's timeout (the worker died; a sibling resumed it)."""
         if last is None or last.at is None:
@@ -308,18 +552,34 @@ class Hub:
     def flush_heartbeats(self) -> None:
         now = self.clock()
         dirty, self._dirty = self._dirty, set()
+        beats = 0
         for run_id in dirty:
-            self._refresh(run_id, now)
+            if self._beat_only(run_id, now):
+                beats += 1
+            else:
+                self._refresh(run_id, now)
+        if beats:
+            for sub in self.subscribers:
+                sub.wake()
 
     def tick(self) -> None:
-        """Re-evaluate liveness of live runs and expire release checks and old interrupts."""
+        """Re-evaluate liveness of the runs whose deadline has come, and expire release
+        checks, finished runs and old interrupts."""
         now = self.clock()
-        for run_id, run in list(self.runs.items()):
-            # silence alone moves running -> late -> lost; refresh only where that happens
-            if run.heartbeat_at is not None and unified_state(run, now) is not run.state:
-                self._refresh(run_id, now)
-        for run_id in [r.id for r in self.runs.values()
-                       if r.state.terminal and now - r.updated_at > FINISHED_RUN_TTL]:
+        slot = math.floor(now.timestamp() * WHEEL_SLOTS_PER_S)
+        for due in sorted(d for d in self._due if d <= slot):
+            for run_id in self._due.pop(due):
+                self._due_of.pop(run_id, None)
+                run = self.runs.get(run_id)
+                if run is None:
+                    continue
+                # silence alone moves running -> late -> lost; refresh only where that happens
+                if run.heartbeat_at is not None and unified_state(run, now) is not run.state:
+                    self._refresh(run_id, now)
+                else:
+                    self._schedule(run, not_before=slot + 1)
+        for run_id in [r for r in self._terminal if r in self.runs
+                       and now - self.runs[r].updated_at > FINISHED_RUN_TTL]:
             self._forget_run(run_id)
         for run_id, check in list(self.release_checks.items()):
             if now >= check.deadline:
@@ -354,7 +614,7 @@ class Hub:
             self._verify_release(run_id, self._beats[run_id], self._bound.get(run_id))
         self._refresh(run_id, self.clock())
 
-    def _verify_release(self, run_id: str, beat: AgentHeartbeat,
+    def _verify_release(self, run_id: str, beat: BeatFacts,
                         reporter: Reporter | None) -> None:
         check = self.release_checks.get(run_id)
         if check is None:
@@ -384,7 +644,7 @@ class Hub:
                 if r.id in check.expected and r.state != "released" else r
                 for r in beat.resources
             ]
-            self._beats[run_id] = beat.model_copy(update={"resources": marked})
+            self._beats[run_id] = beat._replace(resources=marked)
         self.publish("notice", {
             "level": "warning", "run_id": run_id,
             "message": f"{run_id}: no release report after {check.action}; suspected leak of "
@@ -472,4 +732,25 @@ def _as_decided(intr: Interrupt, claim: Any) -> Interrupt:
 
 
 def _differs(a: Run, b: Run) -> bool:
-    return a.model_dump(exclude={"updated_at"}) != b.model_dump(exclude={"updated_at"})
+    """Do two versions of a run differ in anything but ``updated_at``? (field by field:
+    a model_dump of each took most of a flush)"""
+    fa, fb = a.__dict__, b.__dict__
+    return any(fa[k] != fb[k] for k in fa if k != "updated_at")
+
+
+def _liveness_due(run: Run) -> int | None:
+    """The wheel slot (epoch tenths of a second) at which silence could next change
+    ``run``'s state: late after the cadence plus a margin, lost after the timeout
+    (console.liveness); None: never."""
+    interval, at = run.heartbeat_interval_s, run.heartbeat_at
+    if at is None or not interval or interval <= 0 or run.state not in LIVE_STATES:
+        return None
+    timeout = run.heartbeat_timeout_s
+    lost_after = timeout if timeout and timeout > 0 else 5 * interval
+    late_after = interval + late_margin(interval)
+    after = late_after if run.state not in (RunState.LATE, RunState.LOST) else lost_after
+    if run.state is RunState.LOST:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return math.floor((at.timestamp() + min(after, lost_after)) * WHEEL_SLOTS_PER_S)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 # re-exported: callers import the caps and FrameError from here
@@ -31,6 +34,10 @@ MAX_RESOURCES = 64  # resources reported by one heartbeat
 MAX_SEQ = 2**53  # a heartbeat's seq (epoch milliseconds fit many times over)
 MAX_INTERVAL_S = 3600.0  # a heartbeat's announced cadence
 MAX_TIMEOUT_S = 86_400.0  # a heartbeat's announced timeout
+MAX_BATCH_BEATS = 1000  # heartbeats in one ``heartbeats`` frame
+MAX_FILTER_ITEMS = 256  # contexts or kinds in one subscription filter
+EVENT_KINDS = ("run", "run_removed", "interrupt", "interrupt_removed", "backend", "audit",
+               "notice", "obligation", "policy")
 
 
 class _Msg(BaseModel):
@@ -40,6 +47,31 @@ class _Msg(BaseModel):
 # ------------------------------------------------------------------ client -> gateway
 
 
+class SubscriptionFilter(_Msg):
+    """What a subscribed client is sent (PROTOCOL.md, "Subscriptions"); None: everything."""
+
+    #: ``BACKEND:CONTEXT`` keys: runs, interrupts, backends, audit entries, notices and
+    #: obligations of other contexts are not sent (events of no context still are)
+    contexts: list[Annotated[str, Field(max_length=256)]] | None = Field(
+        default=None, max_length=MAX_FILTER_ITEMS)
+    #: event kinds sent (``beat`` events count as ``run``); the inbox: interrupt kinds only
+    kinds: list[Literal["run", "run_removed", "interrupt", "interrupt_removed", "backend",
+                        "audit", "notice", "obligation", "policy"]] | None = Field(
+        default=None, max_length=MAX_FILTER_ITEMS)
+
+    def admits(self, kind: str, scope: str | None) -> bool:
+        """Is an event of ``kind`` about context ``scope`` (None: of no context) sent?"""
+        if self.kinds is not None and (kind if kind != "beat" else "run") not in self.kinds:
+            return False
+        return self.contexts is None or scope is None or scope in self.contexts
+
+    @property
+    def key(self) -> str:
+        """Equal filters, equal keys: clients with one filter share one encoding."""
+        return repr((sorted(self.contexts) if self.contexts is not None else None,
+                     sorted(self.kinds) if self.kinds is not None else None))
+
+
 class Hello(_Msg):
     type: Literal["hello"]
     protocol: int = PROTOCOL_VERSION
@@ -47,6 +79,10 @@ class Hello(_Msg):
     since: int | None = None  # last sequence number seen, to resume after a reconnect
     epoch: str | None = None  # gateway epoch the ``since`` belongs to
     subscribe: bool = True  # False: one-shot client (CLI listing), no event stream
+    filter: SubscriptionFilter | None = None  # server-side subscription filter
+    #: "run": a heartbeat that changes nothing but the run's heartbeat_at and progress is a
+    #: full ``run`` event; "compact": a ``beat`` event ``{id, heartbeat_at, progress}``
+    beats: Literal["run", "compact"] = "run"
 
 
 class DecisionBody(_Msg):
@@ -125,6 +161,15 @@ class AgentHeartbeat(_Msg):
     )
 
 
+@dataclass(frozen=True)
+class AgentHeartbeats:
+    """A ``heartbeats`` frame: many beats in one frame. Each beat was checked on its own:
+    a refused one is a :class:`FrameError` in its place and does not refuse the others."""
+
+    beats: list[AgentHeartbeat | FrameError]
+    id: str | None = None
+
+
 AgentFrame = Annotated[Hello | AgentHeartbeat | Ping, Field(discriminator="type")]
 _agent_adapter: TypeAdapter[Any] = TypeAdapter(AgentFrame)
 
@@ -158,11 +203,26 @@ def _too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+_LONG_DIGITS = re.compile(r"\d{16}")
+_LONG_DIGITS_B = re.compile(rb"\d{16}")
+
+
 def decode_json(text: str | bytes) -> Any:
     """Strict JSON: no NaN/Infinity literals, no number that overflows to infinity.
 
     Raises ``ValueError`` (a huge integer raises it too: Python refuses to convert more than
-    4,300 digits) or ``RecursionError`` (absurd nesting)."""
+    4,300 digits) or ``RecursionError`` (absurd nesting).
+
+    orjson first (several times faster on the agent channel's flood); what it refuses, and
+    text with 16 or more digits in a row (orjson reads integers beyond 64 bits as floats),
+    goes through the standard library so every refusal keeps its message."""
+    long = (_LONG_DIGITS_B.search(text) if isinstance(text, bytes)
+            else _LONG_DIGITS.search(text))
+    if long is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 
@@ -256,8 +316,10 @@ def parse_client_frame(
 
 def parse_agent_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
-) -> Hello | AgentHeartbeat | Ping | PolicyEvent:
+) -> Hello | AgentHeartbeat | AgentHeartbeats | Ping | PolicyEvent:
     data = _decode(raw, max_bytes)
+    if data["type"] == "heartbeats":
+        return parse_heartbeats(data)
     if data["type"] == "policy_event":
         from console.gateway.policy_frames import parse_policy_event
 
@@ -270,6 +332,40 @@ def parse_agent_frame(
     return msg
 
 
+def parse_heartbeats(data: dict[str, Any]) -> AgentHeartbeats:
+    """``{"type": "heartbeats", "id"?: str, "beats": [beat, …]}``: each beat is the body of a
+    ``heartbeat`` frame (its ``type`` may be left out). The frame is refused as a whole only
+    when ``beats`` is not a list of 1..1000 items; a bad beat is refused alone."""
+    ref = _ref(data)
+    beats = data.get("beats")
+    if not isinstance(beats, list) or not beats:
+        raise FrameError("invalid", "invalid heartbeats frame: beats: a non-empty list of "
+                         "heartbeats is required", ref)
+    if len(beats) > MAX_BATCH_BEATS:
+        raise FrameError("invalid", f"beats: at most {MAX_BATCH_BEATS} per heartbeats frame "
+                         f"(got {len(beats)}); send several frames", ref)
+    extra = set(data) - {"type", "id", "beats"}
+    if extra:
+        raise FrameError("invalid", f"invalid heartbeats frame: unknown field "
+                         f"{sorted(extra)[0]!r}", ref)
+    out: list[AgentHeartbeat | FrameError] = []
+    for i, item in enumerate(beats):
+        where = f"beats[{i}]"
+        if not isinstance(item, dict):
+            out.append(FrameError("invalid", f"{where}: a heartbeat object is required", ref))
+            continue
+        if item.setdefault("type", "heartbeat") != "heartbeat":
+            out.append(FrameError("invalid", f"{where}: type must be 'heartbeat'", ref))
+            continue
+        try:
+            out.append(AgentHeartbeat.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            out.append(FrameError("invalid", f"{where}: {loc}: {first['msg']}", ref))
+    return AgentHeartbeats(out, ref)
+
+
 # ------------------------------------------------------------------ gateway -> client
 
 
@@ -279,10 +375,22 @@ def error_frame(code: str, message: str, ref: str | None = None) -> str:
 
 def dumps(obj: dict[str, Any]) -> str:
     """Strict JSON out: a non-finite float (from a backend) becomes null, never ``NaN``."""
+    return encode(obj).decode("utf-8")
+
+
+def encode(obj: Any) -> bytes:
+    """:func:`dumps` as UTF-8 bytes (sent as text frames), with orjson where it can: it
+    already writes a non-finite float as null. What orjson refuses (an integer beyond 64
+    bits, a key that is not a string) goes through the standard library."""
     try:
-        return json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False)
+        return orjson.dumps(obj, default=str)
+    except TypeError:
+        pass
+    try:
+        text = json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False)
     except ValueError:
-        return json.dumps(_finite(obj), separators=(",", ":"), default=str, allow_nan=False)
+        text = json.dumps(_finite(obj), separators=(",", ":"), default=str, allow_nan=False)
+    return text.encode("utf-8")
 
 
 def _finite(value: Any) -> Any:

@@ -14,7 +14,7 @@ import logging
 import signal
 import ssl
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +25,7 @@ from console.gateway.auth import Principal, TokenStore, bearer_token, tokens_pat
 from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.commands import CommandExecutor
-from console.gateway.hub import Hub, Reporter, Subscriber
+from console.gateway.hub import Event, Hub, Reporter, Subscriber
 from console.gateway.journal import Journal, JournalPauseLedger
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.policy_commands import PolicyCommands
@@ -36,13 +36,16 @@ from console.gateway.policy_state import PolicyState, ReloadResult
 from console.gateway.protocol import (
     PROTOCOL_VERSION,
     AgentHeartbeat,
+    AgentHeartbeats,
     Command,
     FrameError,
     Hello,
     Ping,
     Query,
+    SubscriptionFilter,
     decode_json,
     dumps,
+    encode,
     error_frame,
     parse_agent_frame,
     parse_client_frame,
@@ -58,6 +61,10 @@ SERVER_NAME = "irq-gateway/0.1"
 HARD_FRAME_LIMIT = 16 * 1024 * 1024  # beyond this websockets closes with 1009
 HELLO_TIMEOUT_S = 10.0  # on / and on /agent
 HANDSHAKE_LOG_INTERVAL_S = 10.0  # refused handshakes: one log line per peer and reason
+SNAPSHOT_REUSE_S = 0.5  # an encoded snapshot serves every client asking within this time
+SNAPSHOT_FRAGMENT = 256 * 1024  # a large snapshot goes out in fragments of this size
+EVENTS_PER_FRAME = 20_000  # at most this many events in one events frame
+BUDGET_BYTES = 2048  # a heartbeats frame costs one budget frame per 2 KiB (about ten beats)
 
 
 class HandshakeLog:
@@ -92,6 +99,11 @@ class Gateway:
         self.policy = PolicyState(settings.policy_path)
         self.policy.load()  # PolicyError (file, rule, key) before anything else is opened
         self.hub = Hub(event_log_size=settings.event_log_size)
+        self.hub.max_lag = settings.max_client_lag
+        # encode once for all clients: events frames by (range, filter, beat form), snapshots
+        # by filter (SNAPSHOT_REUSE_S)
+        self._frames: OrderedDict[tuple[int, int, str, bool], bytes | None] = OrderedDict()
+        self._snapshots: dict[str, tuple[float, int, bytes]] = {}
         self.journal = Journal(settings.journal_path)
         self.obligations = ObligationStore(self.journal)
         self.policy_events = PolicyEvents(self.hub, self.obligations)
@@ -154,6 +166,9 @@ class Gateway:
             self._handle, self.settings.host, self.settings.port,
             process_request=self._process_request, max_size=HARD_FRAME_LIMIT, ssl=ssl_ctx,
             ping_interval=20, ping_timeout=20, close_timeout=2, server_header=SERVER_NAME,
+            # no permessage-deflate: it would compress each frame once per client (the
+            # frames are encoded once for all of them) and cost more CPU than the fan-out
+            compression=None,
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
@@ -374,22 +389,23 @@ class Gateway:
         wake = asyncio.Event()
         sub: Subscriber | None = None
         flusher: asyncio.Task[None] | None = None
+        flt, compact = hello.filter, hello.beats == "compact"
         replay = None
         if hello.since is not None and hello.epoch == self.hub.epoch:
             replay = self.hub.events_since(hello.since)
         if replay is not None:
-            first: dict[str, Any] = {"type": "events", "epoch": self.hub.epoch,
-                                     "events": replay, "replay": True}
+            cursor = self.hub.seq  # same tick as the replay: no event falls between
+            first = self._events_frame(replay, flt, compact, replay=True)
         else:
-            first = self.hub.snapshot()
+            cursor, first = self._snapshot_frame(flt)
         if hello.subscribe:
-            sub = Subscriber(wake=wake.set)
-            self.hub.subscribers.add(sub)  # same tick as the snapshot: no event falls between
+            sub = Subscriber(wake=wake.set, cursor=cursor, filter=flt, compact_beats=compact)
+            self.hub.subscribers.add(sub)
         tasks: set[asyncio.Task[None]] = set()
         budget = TokenBucket(self.settings.client_frames_per_s, self.settings.client_frames_burst)
         slots = asyncio.Semaphore(self.settings.client_inflight)
         try:
-            await ws.send(dumps(first))
+            await self._send_large(ws, first)
             if sub is not None:
                 flusher = asyncio.create_task(self._flush(ws, sub, wake))
             async for raw in ws:
@@ -447,18 +463,84 @@ class Gateway:
                                       getattr(msg, "id", None)))
 
     async def _flush(self, ws: Any, sub: Subscriber, wake: asyncio.Event) -> None:
+        """Send a subscriber what the hub published after its cursor: state events within
+        ``state_flush_s``, beats batched every ``flush_interval_s``. One send at a time:
+        a client that does not read blocks only its own flusher, its cursor stays behind,
+        and past ``max_client_lag`` events (or off the log) it gets a fresh snapshot
+        instead of the backlog."""
         while True:
             await wake.wait()
-            await asyncio.sleep(self.settings.flush_interval_s)
+            await asyncio.sleep(self.settings.state_flush_s if sub.urgent
+                                else self.settings.flush_interval_s)
             wake.clear()
-            if sub.overflowed:
-                sub.overflowed = False
-                sub.pending = []
-                await ws.send(dumps(self.hub.snapshot()))
-                continue
-            batch, sub.pending = sub.pending, []
-            if batch:
-                await ws.send(dumps({"type": "events", "epoch": self.hub.epoch, "events": batch}))
+            sub.urgent = False
+            while True:
+                events = self.hub.take(sub, EVENTS_PER_FRAME)
+                if events is None:
+                    sub.resyncs += 1
+                    self.counters["client_resyncs"] += 1
+                    sub.cursor, snapshot = self._snapshot_frame(sub.filter)
+                    await self._send_large(ws, snapshot)
+                    continue
+                if not events:
+                    break
+                frame = self._events_frame(events, sub.filter, sub.compact_beats)
+                if frame is not None:
+                    await ws.send(frame, text=True)
+                if len(events) < EVENTS_PER_FRAME:
+                    break
+
+    def _events_frame(self, events: list[Event], flt: SubscriptionFilter | None,
+                      compact: bool, *, replay: bool = False) -> bytes | None:
+        """One ``events`` frame, built once for every client with the same range, filter
+        and beat form (each event itself is encoded once for all); None: nothing to send."""
+        if not events:
+            return None if not replay else self._join([], replay)
+        fkey = flt.key if flt is not None else ""
+        key = (events[0].seq, events[-1].seq, fkey, compact)
+        if not replay and key in self._frames:
+            return self._frames[key]
+        parts = [e.compact() if compact else e.full() for e in events
+                 if flt is None or flt.admits(e["kind"], e.scope)]
+        frame = self._join(parts, replay) if parts or replay else None
+        if not replay:
+            self._frames[key] = frame
+            while len(self._frames) > 64:
+                self._frames.popitem(last=False)
+        return frame
+
+    def _join(self, parts: list[bytes], replay: bool) -> bytes:
+        head = b'{"type":"events","epoch":"' + self.hub.epoch.encode() + b'",'
+        if replay:
+            head += b'"replay":true,'
+        return head + b'"events":[' + b",".join(parts) + b"]}"
+
+    def _snapshot_frame(self, flt: SubscriptionFilter | None) -> tuple[int, bytes]:
+        """(seq, encoded snapshot): one encoding serves every client with the same filter
+        for SNAPSHOT_REUSE_S (the events after its seq follow it)."""
+        key = flt.key if flt is not None else ""
+        now = time.monotonic()
+        cached = self._snapshots.get(key)
+        if cached is not None and now - cached[0] < SNAPSHOT_REUSE_S:
+            return cached[1], cached[2]
+        seq = self.hub.seq
+        frame = encode(self.hub.snapshot(flt=flt))
+        self._snapshots[key] = (now, seq, frame)
+        for old in [k for k, v in self._snapshots.items() if now - v[0] >= SNAPSHOT_REUSE_S]:
+            del self._snapshots[old]
+        return seq, frame
+
+    async def _send_large(self, ws: Any, frame: bytes | None) -> None:
+        """A frame; a large one in fragments, so a slow reader holds one fragment in the
+        write buffer, not a copy of the whole snapshot."""
+        if frame is None:
+            return
+        if len(frame) <= SNAPSHOT_FRAGMENT:
+            await ws.send(frame, text=True)
+            return
+        view = memoryview(frame)
+        await ws.send((view[i:i + SNAPSHOT_FRAGMENT]
+                       for i in range(0, len(frame), SNAPSHOT_FRAGMENT)), text=True)
 
     async def _client_message(self, ws: Any, who: Principal, msg: Any) -> None:
         try:
@@ -619,7 +701,11 @@ class Gateway:
     async def _agent_frames(self, ws: Any, who: Principal, reporter: Reporter,
                             budget: TokenBucket, told_limited: float) -> None:
         async for raw in ws:
-            if not (budget.take() and self._agent_budget.take(who.token_id)):
+            cost = 1.0
+            if len(raw) > 4096 and (b'"heartbeats"' if isinstance(raw, bytes)
+                                    else '"heartbeats"') in raw[:64]:
+                cost = max(1.0, len(raw) / BUDGET_BYTES)
+            if not (budget.take(cost) and self._agent_budget.take(who.token_id, cost)):
                 self.counters["agent_rate_limited"] += 1
                 self.refusals.refuse(identity=who.identity, role=who.role.value,
                                      action="heartbeat", target="", code="rate_limited",
@@ -639,6 +725,8 @@ class Gateway:
                     target = f"{key}/{msg.native_id}"
                     beat = check_beat(msg, who, key, self.hub.clock())
                     self.hub.agent_heartbeat(target, beat, reporter, len(raw))
+                elif isinstance(msg, AgentHeartbeats):
+                    await self._agent_beats(ws, who, reporter, msg, len(raw))
                 elif isinstance(msg, Ping):
                     await ws.send(dumps({"type": "pong", "id": msg.id}))
                 elif isinstance(msg, Hello):
@@ -657,6 +745,36 @@ class Gateway:
                     target=target, code=exc.code,
                     detail=exc.message + (f" (bound to {bound.identity})" if bound else ""))
                 await ws.send(error_frame(exc.code, exc.message, exc.ref))
+
+    async def _agent_beats(self, ws: Any, who: Principal, reporter: Reporter,
+                           msg: AgentHeartbeats, size: int) -> None:
+        """A heartbeats frame: each beat accepted or refused on its own, as if it came in
+        its own frame; one error frame and one refusal per error code per frame."""
+        now = self.hub.clock()
+        each = max(1, size // len(msg.beats))
+        refused: dict[str, tuple[int, str, str]] = {}  # code -> (count, first message, target)
+        for item in msg.beats:
+            target = ""
+            try:
+                if isinstance(item, FrameError):
+                    raise item
+                key = self._agent_backend_key(item)
+                target = f"{key}/{item.native_id}"
+                beat = check_beat(item, who, key, now)
+                self.hub.agent_heartbeat(target, beat, reporter, each)
+            except FrameError as exc:
+                count, message, first = refused.get(exc.code, (0, exc.message, target))
+                refused[exc.code] = (count + 1, message, first)
+        for code, (count, message, target) in refused.items():
+            self.counters[f"agent_{code}"] += count
+            bound = self.hub.bound_to(target) if code == "bound_to_other" else None
+            detail = (f"{count} of {len(msg.beats)} beats of a heartbeats frame refused; "
+                      f"first: {message}")
+            self.refusals.refuse(
+                identity=who.identity, role=who.role.value, action="heartbeat",
+                target=target, code=code, items=count,
+                detail=detail + (f" (bound to {bound.identity})" if bound else ""))
+            await ws.send(error_frame(code, detail, msg.id))
 
     def _agent_run_id(self, beat: AgentHeartbeat) -> str:
         return f"{self._agent_backend_key(beat)}/{beat.native_id}"
