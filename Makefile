@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev,dbos,temporal,langgraph,restate]'
+	$(BIN)/pip install -q -e '.[dev,dbos,temporal,langgraph,restate,postgres]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

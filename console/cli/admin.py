@@ -79,6 +79,19 @@ def serve_command(
         typer.Option("--notify-config", exists=True, dir_okay=False,
                      help="TOML file whose [notify] section configures webhooks."),
     ] = None,
+    journal: Annotated[
+        str | None,
+        typer.Option("--journal", envvar="IRQ_JOURNAL", show_default=False,
+                     help="Journal database: postgresql://USER@HOST:PORT/DB, shared by several "
+                     "gateways (password via PGPASSWORD or ~/.pgpass keeps it off the command "
+                     "line). Default: gateway.db (SQLite) in IRQ_HOME, one gateway."),
+    ] = None,
+    gateway_id: Annotated[
+        str | None,
+        typer.Option("--gateway-id", show_default=False,
+                     help="This gateway's name in a shared journal (default HOST:PORT); a "
+                     "restarted gateway re-drives the unfinished commands of its name."),
+    ] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     import asyncio
@@ -107,7 +120,13 @@ def serve_command(
 
     settings = GatewaySettings(host=host, port=port, backends=urls, certfile=cert, keyfile=key,
                                policy_path=policy,
-                               notify=notify_settings(webhook or [], notify_config))
+                               notify=notify_settings(webhook or [], notify_config),
+                               journal=journal or "", gateway_id=gateway_id or "")
+    from console.gateway.journal_store import is_postgres_url, redacted
+
+    if journal and not is_postgres_url(journal):
+        fail(ExitCode.USAGE, f"--journal takes a postgresql:// URL, not {redacted(journal)!r} "
+             "(the SQLite journal is always gateway.db in IRQ_HOME)")
     try:
         from console.gateway.server import run_gateway
     except ImportError as exc:
@@ -115,7 +134,9 @@ def serve_command(
 
     configure_gateway_logging(log_level)
     shown = ", ".join(_display_backend(u) for u in urls) or "none"
-    diagnose(f"gateway on {settings.url} (home {settings.home}); backends from {source}: {shown}")
+    where = redacted(journal) if journal else "gateway.db"
+    diagnose(f"gateway on {settings.url} (home {settings.home}, journal {where}); "
+             f"backends from {source}: {shown}")
     if not _has_tokens(tokens_path(settings.home)):
         hint(
             "  no tokens yet: every client will be refused; create one with "
@@ -133,7 +154,8 @@ def serve_command(
         if not isinstance(exc, PolicyError):
             raise
         fail(ExitCode.USAGE, f"invalid policy: {exc}")
-    except RuntimeError as exc:  # JournalInUse: another gateway owns this IRQ_HOME's journal
+    except RuntimeError as exc:  # JournalInUse (another gateway owns this IRQ_HOME's journal),
+        # JournalUnavailable (the PostgreSQL journal cannot be reached; no password in it)
         fail(ExitCode.FAILED, str(exc))
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:

@@ -11,12 +11,11 @@ SQLite connection: approvals survive a gateway restart.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from console.gateway.journal import Journal
+from console.gateway.journal_store import AlsoWrite, DuplicateRow, JournalStore, JournalTx
 from console.model import utcnow
 
 _SCHEMA = """
@@ -59,23 +58,26 @@ class RecordedCommand:
 
 
 class ApprovalStore:
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: JournalStore) -> None:
         self.journal = journal
-        with journal.transaction() as db:
-            db.execute(_SCHEMA)
-            #: interrupts with at least one approval: the hub asks about every four-eyes
-            #: interrupt at every poll, and most have none (this gateway is the only writer)
-            rows = db.execute("SELECT DISTINCT interrupt_id FROM approvals").fetchall()
-        self._approved: set[str] = {r[0] for r in rows}
+        journal.create_tables([_SCHEMA])
+        #: interrupts with at least one approval: the hub asks about every four-eyes
+        #: interrupt at every poll, and most have none. Trusted only when this gateway is the
+        #: journal's only writer; on a shared journal every question goes to the database.
+        self._approved: set[str] = set()
+        if journal.exclusive:
+            with journal.transaction() as tx:
+                rows = tx.execute("SELECT DISTINCT interrupt_id FROM approvals").fetchall()
+            self._approved = {r[0] for r in rows}
 
     def approvals(self, interrupt_id: str) -> list[ApprovalRow]:
-        if interrupt_id not in self._approved:
+        if self.journal.exclusive and interrupt_id not in self._approved:
             return []
-        with self.journal.transaction() as db:
-            cur = db.execute(
+        with self.journal.transaction() as tx:
+            rows = tx.execute(
                 "SELECT interrupt_id, identity, at, kind, args_json, rule, command_key"
-                " FROM approvals WHERE interrupt_id=? ORDER BY at, identity", (interrupt_id,))
-            rows = cur.fetchall()
+                " FROM approvals WHERE interrupt_id=? ORDER BY at, identity",
+                (interrupt_id,)).fetchall()
         return [
             ApprovalRow(interrupt_id=r[0], identity=r[1], at=datetime.fromisoformat(r[2]),
                         kind=r[3], args=json.loads(r[4]) if r[4] else None, rule=r[5],
@@ -84,39 +86,50 @@ class ApprovalStore:
         ]
 
     def record(self, interrupt_id: str, identity: str, *, kind: str,
-               args: dict[str, Any] | None, rule: str, command: RecordedCommand | None) -> bool:
-        """Record ``identity``'s approval; False when it already approved this interrupt.
-
-        With ``command``, the approver's command row (outcome ``recorded``) is written in the
-        same transaction, so a crash leaves either both or neither."""
+               args: dict[str, Any] | None, rule: str, command: RecordedCommand) -> bool:
+        """Record ``identity``'s approval (not the last one needed) with the approver's command
+        row (outcome ``recorded``) in one transaction, so a crash leaves either both or
+        neither; False when it already approved this interrupt."""
         now = utcnow().isoformat()
         try:
-            with self.journal.transaction() as db:
-                db.execute(
-                    "INSERT INTO approvals (interrupt_id, identity, at, kind, args_json, rule,"
-                    " command_key) VALUES (?,?,?,?,?,?,?)",
-                    (interrupt_id, identity, now, kind,
-                     json.dumps(args) if args is not None else None, rule,
-                     command.key if command else ""))
-                if command is not None:
-                    db.execute(
-                        "INSERT INTO commands (key, target, action, identity, role, reason,"
-                        " payload, plan, status, detail, created_at, finished_at)"
-                        " VALUES (?,?,?,?,?,?,?,NULL,'recorded',?,?,?)",
-                        (command.key, interrupt_id, kind, identity, command.role,
-                         command.reason, json.dumps({"approval": {"rule": rule}}),
-                         command.detail, now, now))
-        except sqlite3.IntegrityError:
+            with self.journal.transaction() as tx:
+                _insert(tx, interrupt_id, identity, kind, args, rule, command.key, now)
+                tx.execute(
+                    "INSERT INTO commands (key, target, action, identity, role, reason,"
+                    " payload, plan, status, detail, created_at, finished_at)"
+                    " VALUES (?,?,?,?,?,?,?,NULL,'recorded',?,?,?)",
+                    (command.key, interrupt_id, kind, identity, command.role,
+                     command.reason, json.dumps({"approval": {"rule": rule}}),
+                     command.detail, now, now))
+        except DuplicateRow:
             return False
         self._approved.add(interrupt_id)
         return True
 
-    def forget(self, interrupt_id: str, identity: str) -> None:
-        """Drop one approval (the final approver's, when its delivery failed)."""
-        with self.journal.transaction() as db:
-            db.execute("DELETE FROM approvals WHERE interrupt_id=? AND identity=?",
+    def grant(self, interrupt_id: str, identity: str, *, kind: str,
+              args: dict[str, Any] | None, rule: str) -> AlsoWrite:
+        """The last approval needed, written with the decision's intent (journal ``begin``)."""
+        self._approved.add(interrupt_id)  # at worst one needless query if begin writes nothing
+
+        def write(tx: JournalTx) -> None:
+            _insert(tx, interrupt_id, identity, kind, args, rule, "", utcnow().isoformat())
+
+        return write
+
+    def withdrawal(self, interrupt_id: str, identity: str) -> AlsoWrite:
+        """Drop the final approver's approval with the failed outcome (journal ``settle``)."""
+
+        def write(tx: JournalTx) -> None:
+            tx.execute("DELETE FROM approvals WHERE interrupt_id=? AND identity=?",
                        (interrupt_id, identity))
-            left = db.execute("SELECT 1 FROM approvals WHERE interrupt_id=? LIMIT 1",
-                              (interrupt_id,)).fetchone()
-        if left is None:
-            self._approved.discard(interrupt_id)
+
+        return write
+
+
+def _insert(tx: JournalTx, interrupt_id: str, identity: str, kind: str,
+            args: dict[str, Any] | None, rule: str, command_key: str, at: str) -> None:
+    tx.execute(
+        "INSERT INTO approvals (interrupt_id, identity, at, kind, args_json, rule, command_key)"
+        " VALUES (?,?,?,?,?,?,?)",
+        (interrupt_id, identity, at, kind, json.dumps(args) if args is not None else None, rule,
+         command_key))

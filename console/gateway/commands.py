@@ -1,6 +1,11 @@
 """Executes operator commands: plan, journal the intent, call the backend, journal the outcome,
 audit. Idempotent by the client's key; decisions are claimed per interrupt so a second decision
-on the same interrupt (from any client) is a conflict, never a second delivery.
+on the same interrupt (from any client, on any gateway sharing the journal) is a conflict, never
+a second delivery.
+
+A command is a straight line over the journal (journal_store.py): checks on the hub's state,
+``begin`` (replay, or intent + decision claim in one transaction), the backend call, ``settle``
+(outcome + claim + audit in one transaction). A refusal before ``begin`` is only audited.
 """
 
 from __future__ import annotations
@@ -27,7 +32,14 @@ from console.gateway.command_policy import (
     with_approvals,
 )
 from console.gateway.hub import Hub
-from console.gateway.journal import CommandRow, Journal
+from console.gateway.journal_store import (
+    AlsoWrite,
+    CommandRow,
+    DuplicateRow,
+    Intent,
+    JournalStore,
+    Settlement,
+)
 from console.gateway.protocol import Command
 from console.gateway.refusals import RefusalLedger
 from console.model import (
@@ -64,7 +76,7 @@ class CommandExecutor:
     def __init__(
         self,
         hub: Hub,
-        journal: Journal,
+        journal: JournalStore,
         backends: dict[str, Backend],
         *,
         release_verify_s: float = 15.0,
@@ -151,45 +163,51 @@ class CommandExecutor:
     async def _run_action(self, cmd: Command, who: Principal, target: str) -> CommandResult:
         action = cmd.action
         base: dict[str, Any] = {"id": cmd.id, "action": action.value, "target": target}
-        row = self.journal.command(cmd.id, target)
-        if row is not None and not cmd.dry_run:
-            if row.status != "intent" or (cmd.id, target) in self._inflight:
-                return self._replayed(row)
+        row = None if cmd.dry_run else self.journal.command(cmd.id, target)
+        if row is not None and not self._redrive(row):
+            return self._replayed(row)
         run = self.hub.runs.get(target)
         if run is None:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="not_found", detail=f"no such run: {target}"))
         backend = self.backend_for(run)
         the_plan = self.plan_for(action, [target])
         if backend is None:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="unreachable", plan=the_plan,
                 detail=f"no adapter for {run.backend}:{run.context} in this gateway"))
         cap = backend.capabilities().actions.get(action)
         if cap is None or not cap.supported:
             meaning = cap.meaning if cap else f"{run.backend} has no {action.value}"
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="unsupported", plan=the_plan, detail=meaning))
         conflict = action_conflict(action, run)
         if conflict:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="conflict", error="conflict", plan=the_plan, detail=conflict))
         refused = command_refusal(self._engine(), run_invocation(
             action.value, run, identity=who.identity, role=who.role.value, reason=cmd.reason))
         if refused:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="forbidden", error="forbidden", plan=the_plan, detail=refused))
         if cmd.dry_run:
             return CommandResult(**base, outcome="planned", plan=the_plan,
                                  detail="dry run: nothing was done")
-        if row is None and not self.journal.record_intent(
-            key=cmd.id, target=target, action=action.value, identity=who.identity,
-            role=who.role.value, reason=cmd.reason, payload={}, plan=the_plan.contract(),
-        ):
-            return self._replayed(self.journal.command(cmd.id, target))  # type: ignore[arg-type]
+        if row is None:  # else: an intent a crash left, re-driven under its key
+            begun = self.journal.begin(Intent(
+                key=cmd.id, target=target, action=action.value, identity=who.identity,
+                role=who.role.value, reason=cmd.reason, plan=the_plan.contract()))
+            if begun.row is not None:
+                return self._replayed(begun.row)
         self._crash_point("after_intent")
         result = await self._call(cmd.id, target, run, backend, action, who, cmd.reason, the_plan)
-        return self._finish(cmd, who, result, journaled=True)
+        self._settle(who, cmd.reason, result)
+        return result
+
+    def _redrive(self, row: CommandRow) -> bool:
+        """Whether a retry under a known key re-drives it: only an intent a crash left
+        (not one this gateway is executing right now)."""
+        return row.status == "intent" and (row.key, row.target) not in self._inflight
 
     async def _call(self, key: str, target: str, run: Run, backend: Backend, action: Action,
                     who: Principal, reason: str, the_plan: ActionPlan) -> CommandResult:
@@ -234,26 +252,26 @@ class CommandExecutor:
     async def _decide(self, cmd: Command, who: Principal, target: str,
                       decision: Decision) -> CommandResult:
         base: dict[str, Any] = {"id": cmd.id, "action": decision.kind.value, "target": target}
-        row = self.journal.command(cmd.id, target)
-        if row is not None and (row.status != "intent" or (cmd.id, target) in self._inflight):
+        row = None if cmd.dry_run else self.journal.command(cmd.id, target)
+        if row is not None and not self._redrive(row):
             return self._replayed(row)
         intr = self.hub.interrupts.get(target)
         if intr is None:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="not_found", detail=f"no such interrupt: {target}"))
         invalid = validation_error(intr, decision)
         if invalid:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="invalid", detail=invalid))
         if intr.status != "pending":
             by = f" by {intr.decision.by} at {intr.decision.at:%H:%M:%S}" if intr.decision else ""
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="conflict", error="conflict",
                 detail=f"interrupt is already {intr.status}{by}"))
         run = self.hub.runs.get(intr.run_id)
         backend = self.backend_for(run) if run else None
         if backend is None:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="unreachable",
                 detail=f"no adapter for the run of {target}"))
         engine = self._engine()
@@ -263,43 +281,49 @@ class CommandExecutor:
             decision.kind.value, run, identity=who.identity, role=who.role.value,
             reason=cmd.reason, interrupt=intr))
         if refused:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="forbidden", error="forbidden", detail=refused))
         if cmd.dry_run:
             return CommandResult(**base, outcome="planned", detail="dry run: nothing was done")
-        final_approval = False
+        grant: AlsoWrite | None = None  # the last approval needed, written with the intent
         if rule is not None and rule.approvers > 1 and row is None and decision.kind in (
                 DecisionKind.APPROVE, DecisionKind.EDIT):
             early = self._four_eyes(cmd, who, intr, decision, rule)
             if early is not None:
                 return early
-            final_approval = True
-        if row is None:
-            if not self.journal.claim_decision(target, cmd.id, decision.kind.value, who.identity):
-                claim = self.journal.decision(target)
-                if claim is None or claim.command_key != cmd.id:
-                    by = f" by {claim.identity} at {claim.at:%H:%M:%S}" if claim else ""
-                    return self._finish(cmd, who, CommandResult(
-                        **base, outcome="conflict", error="conflict",
-                        detail=f"interrupt is already being decided{by}"))
-            payload = {"interrupt": intr.model_dump(mode="json"),
-                       "decision": decision.model_dump(mode="json")}
-            if not self.journal.record_intent(
+            grant = self.approvals.grant(
+                target, who.identity, kind=decision.kind.value,
+                args=approved_args(intr, decision.kind.value, decision.args), rule=rule.rule)
+        if row is None:  # else: an intent a crash left, re-driven under its key
+            intent = Intent(
                 key=cmd.id, target=target, action=decision.kind.value, identity=who.identity,
-                role=who.role.value, reason=cmd.reason, payload=payload, plan=None,
-            ):
-                return self._replayed(self.journal.command(cmd.id, target))  # type: ignore[arg-type]
-            if final_approval:  # shown with the others; dropped again if delivery fails
-                self.approvals.record(target, who.identity, kind=decision.kind.value,
-                                      args=approved_args(intr, decision.kind.value, decision.args),
-                                      rule=rule.rule if rule else "", command=None)
+                role=who.role.value, reason=cmd.reason, claim_kind=decision.kind.value,
+                payload={"interrupt": intr.model_dump(mode="json"),
+                         "decision": decision.model_dump(mode="json")})
+            try:
+                begun = self.journal.begin(intent, also=grant)
+            except DuplicateRow:  # this approver's approval arrived through another gateway
+                return self._audited(cmd, who, CommandResult(
+                    **base, outcome="forbidden", error="forbidden",
+                    detail=already_approved(rule, who.identity) if rule else "already approved"))
+            if begun.row is not None:
+                return self._replayed(begun.row)
+            if begun.status == "conflict":
+                claim = begun.claim
+                by = f" by {claim.identity} at {claim.at:%H:%M:%S}" if claim else ""
+                return self._audited(cmd, who, CommandResult(
+                    **base, outcome="conflict", error="conflict",
+                    detail=f"interrupt is already being decided{by}"))
+            if grant is not None:  # shown with the others; taken back if delivery fails
                 self._show_approvals_now(target)
         self._crash_point("after_intent")
         result = await self._deliver(cmd.id, intr, decision, backend, who)
-        if final_approval and result.outcome != "applied":
-            self.approvals.forget(target, who.identity)
+        withdraw = (self.approvals.withdrawal(target, who.identity)
+                    if grant is not None and result.outcome != "applied" else None)
+        self._settle(who, cmd.reason, result, claimed=True, also=withdraw)
+        if withdraw is not None:
             self._show_approvals_now(target)
-        return self._finish(cmd, who, result, journaled=True)
+        return result
 
     def _four_eyes(self, cmd: Command, who: Principal, intr: Interrupt, decision: Decision,
                    rule: InterruptRule) -> CommandResult | None:
@@ -312,13 +336,13 @@ class CommandExecutor:
         base: dict[str, Any] = {"id": cmd.id, "action": decision.kind.value, "target": intr.id}
         earlier = self.approvals.approvals(intr.id)
         if any(a.identity == who.identity for a in earlier):
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="forbidden", error="forbidden",
                 detail=already_approved(rule, who.identity)))
         args = approved_args(intr, decision.kind.value, decision.args)
         differ = [a.identity for a in earlier if (a.args if a.args is not None else {}) != args]
         if differ:
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="conflict", error="conflict",
                 detail=f"{', '.join(differ)} approved other arguments; under rule {rule.rule} "
                 "every approver must approve the same arguments (or reject)"))
@@ -329,11 +353,11 @@ class CommandExecutor:
                 intr.id, who.identity, kind=decision.kind.value, args=args, rule=rule.rule,
                 command=RecordedCommand(key=cmd.id, role=who.role.value, reason=cmd.reason,
                                         detail=detail)):
-            return self._finish(cmd, who, CommandResult(
+            return self._audited(cmd, who, CommandResult(
                 **base, outcome="forbidden", error="forbidden",
                 detail=already_approved(rule, who.identity)))
         self._show_approvals_now(intr.id)
-        return self._finish(cmd, who, CommandResult(**base, outcome="recorded", detail=detail))
+        return self._audited(cmd, who, CommandResult(**base, outcome="recorded", detail=detail))
 
     # ------------------------------------------------------------------------ governance
 
@@ -366,42 +390,48 @@ class CommandExecutor:
                 backend.decide(intr, decision, idempotency_key=key, identity=who.identity),
                 BACKEND_CALL_TIMEOUT_S)
         except BackendError as exc:
-            self.journal.settle_decision(intr.id, applied=False)
             return CommandResult(**base, outcome=_ERROR_OUTCOME.get(exc.code, "failed"),
                                  error=exc.code, detail=exc.message)
         except TimeoutError:
-            self.journal.settle_decision(intr.id, applied=False)
             return CommandResult(**base, outcome="failed", error="unreachable",
                                  detail=f"backend did not answer in {BACKEND_CALL_TIMEOUT_S:g}s")
         except Exception as exc:
-            self.journal.settle_decision(intr.id, applied=False)
             return CommandResult(**base, outcome="failed", error="internal",
                                  detail=f"{type(exc).__name__}: {exc}")
         finally:
             self._inflight.discard((key, intr.id))
-        self.journal.settle_decision(intr.id, applied=True)
-        claim = self.journal.decision(intr.id)
-        if claim is not None:
-            self.hub.mark_decided(intr.id, claim)
         return CommandResult(**base, outcome="applied", detail=outcome.detail)
 
     # ------------------------------------------------------------------------ bookkeeping
 
-    def _finish(self, cmd: Command, who: Principal, result: CommandResult,
-                journaled: bool = False) -> CommandResult:
-        if journaled:
-            self.journal.record_outcome(result.id, result.target, result.outcome,
-                                        detail=result.detail, error=result.error)
+    def _audited(self, cmd: Command, who: Principal, result: CommandResult) -> CommandResult:
+        """A result reached without an intent of its own (a refusal, a recorded approval):
+        audited only."""
         self._audit(who, result, cmd.reason)
         return result
 
-    def _audit(self, who: Principal, result: CommandResult, reason: str) -> None:
-        entry = AuditEntry(
+    def _settle(self, who: Principal, reason: str, result: CommandResult, *,
+                claimed: bool = False, also: AlsoWrite | None = None) -> None:
+        """The journaled command's outcome, its decision claim and its audit entry, in one
+        transaction; then what the hub shows."""
+        entry = self._audit_entry(who, result, reason)
+        claim = self.journal.settle(Settlement(
+            key=result.id, target=result.target, outcome=result.outcome, detail=result.detail,
+            error=result.error, audit=entry, claimed=claimed), also=also)
+        if claimed and result.outcome == "applied" and claim is not None:
+            self.hub.mark_decided(result.target, claim)
+        self.hub.publish("audit", entry.contract())
+
+    def _audit_entry(self, who: Principal, result: CommandResult, reason: str) -> AuditEntry:
+        return AuditEntry(
             at=utcnow(), identity=who.identity, role=who.role.value, action=result.action,
             target=result.target, reason=reason, outcome=result.outcome,
             plan=result.plan.contract() if result.plan else None, command_id=result.id,
             detail=result.detail,
         )
+
+    def _audit(self, who: Principal, result: CommandResult, reason: str) -> None:
+        entry = self._audit_entry(who, result, reason)
         self.journal.audit(entry)
         self.hub.publish("audit", entry.contract())
 
@@ -427,19 +457,18 @@ class CommandExecutor:
         return left
 
     async def _recover_decision(self, row: CommandRow, who: Principal) -> bool:
+        """The intent's claim is still in the journal (only ``settle`` drops a claim)."""
         intr = Interrupt.model_validate(row.payload["interrupt"])
         decision = Decision.model_validate(row.payload["decision"])
         run = self.hub.runs.get(intr.run_id)
         backend = self.backend_for(run) if run else self._backend_by_run_id(intr.run_id)
         if backend is None:
             return False
-        self.journal.claim_decision(intr.id, row.key, decision.kind.value, who.identity)
         result = await self._deliver(row.key, intr, decision, backend, who)
-        if result.error == "unreachable":
-            self.journal.claim_decision(intr.id, row.key, decision.kind.value, who.identity)
+        if result.error == "unreachable":  # intent and claim stay for the next attempt
             return False
         result.detail = f"{result.detail} (re-driven after a gateway restart)".strip()
-        self._record_recovered(row, who, result)
+        self._settle(who, row.reason, result, claimed=True)
         return True
 
     async def _recover_action(self, row: CommandRow, who: Principal) -> bool:
@@ -455,7 +484,7 @@ class CommandExecutor:
                 return False
             result = CommandResult(id=row.key, action=row.action, target=row.target,
                                    outcome="failed", error=exc.code, detail=exc.message)
-            self._record_recovered(row, who, result)
+            self._settle(who, row.reason, result)
             return True
         the_plan = ActionPlan.model_validate(row.plan) if row.plan else ActionPlan(
             action=action, targets=[row.target])
@@ -467,13 +496,8 @@ class CommandExecutor:
             result = await self._call(row.key, row.target, run, backend, action, who, row.reason,
                                       the_plan)
             result.detail = f"{result.detail} (re-driven after a gateway restart)".strip()
-        self._record_recovered(row, who, result)
+        self._settle(who, row.reason, result)
         return True
-
-    def _record_recovered(self, row: CommandRow, who: Principal, result: CommandResult) -> None:
-        self.journal.record_outcome(row.key, row.target, result.outcome, detail=result.detail,
-                                    error=result.error)
-        self._audit(who, result, row.reason)
 
     def _backend_by_run_id(self, run_id: str) -> Backend | None:
         head = run_id.split("/", 1)[0]

@@ -1,5 +1,6 @@
-"""Obligations and agents' policy decisions, in the gateway's journal (the same SQLite file and
-connection as journal.py, so they survive a restart and stay owner-only).
+"""Obligations and agents' policy decisions, in the gateway's journal (the same database and
+connection as the journal's own tables, SQLite or PostgreSQL: journal_store.py), so they
+survive a restart and stay owner-only.
 
 Obligations are inserted idempotently by id (an agent's replay re-sends the same id; nothing
 is duplicated and no state goes back). ``open`` becomes ``overdue`` when ``due_at`` passes
@@ -15,12 +16,11 @@ neither leave one half done nor leave an intent for the run-action recovery to t
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console.gateway.journal import Journal
+from console.gateway.journal_store import JournalStore, JournalTx
 from console.policy.model import Obligation, ObligationState, PolicyDecision
 
 DECISIONS_PER_RUN = 200  # policy decisions kept per run
@@ -35,7 +35,7 @@ _SCHEMA = (
     what TEXT NOT NULL,
     created_at TEXT NOT NULL,
     due_at TEXT,
-    due_ts REAL,                      -- due_at as epoch seconds, for the overdue scan
+    due_ts {float},                      -- due_at as epoch seconds, for the overdue scan
     state TEXT NOT NULL,              -- open | overdue | fulfilled | waived
     by TEXT NOT NULL DEFAULT '',
     note TEXT NOT NULL DEFAULT '',
@@ -46,7 +46,7 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS obligations_state_due ON obligations(state, due_ts)",
     "CREATE INDEX IF NOT EXISTS obligations_run ON obligations(run_id)",
     """CREATE TABLE IF NOT EXISTS policy_decisions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq {serial_key},
     run_id TEXT NOT NULL,
     call_id TEXT NOT NULL,
     at TEXT NOT NULL,
@@ -75,11 +75,9 @@ class Closing:
 
 
 class ObligationStore:
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: JournalStore) -> None:
         self.journal = journal
-        with journal.transaction() as db:
-            for statement in _SCHEMA:
-                db.execute(statement)
+        journal.create_tables(_SCHEMA)
 
     # ---------------------------------------------------------------------- obligations
 
@@ -89,9 +87,9 @@ class ObligationStore:
         closed = ob.created_at.isoformat() if ob.state in ("fulfilled", "waived") else None
         with self.journal.transaction() as db:
             cur = db.execute(
-                "INSERT OR IGNORE INTO obligations (id, rule, run_id, what, created_at, due_at,"
+                "INSERT INTO obligations (id, rule, run_id, what, created_at, due_at,"
                 " due_ts, state, by, note, tool, policy_version, closed_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
                 (ob.id, ob.rule, ob.run_id, ob.what, ob.created_at.isoformat(),
                  ob.due_at.isoformat() if ob.due_at else None,
                  ob.due_at.timestamp() if ob.due_at else None, ob.state, ob.by, ob.note,
@@ -175,8 +173,9 @@ class ObligationStore:
         """Keep an agent's decision; False when (run, call id, tool) was already recorded."""
         with self.journal.transaction() as db:
             cur = db.execute(
-                "INSERT OR IGNORE INTO policy_decisions (run_id, call_id, at, tool, outcome,"
-                " winner, policy_version, decision_json) VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT INTO policy_decisions (run_id, call_id, at, tool, outcome,"
+                " winner, policy_version, decision_json) VALUES (?,?,?,?,?,?,?,?)"
+                " ON CONFLICT (run_id, call_id, tool) DO NOTHING",
                 (run_id, call_id, _utc(at).isoformat(), tool, decision.outcome,
                  decision.winner, decision.policy_version,
                  json.dumps(decision.model_dump(mode="json"))))
@@ -204,19 +203,19 @@ class ObligationStore:
         return out
 
 
-def record_command(db: sqlite3.Connection, *, key: str, target: str, action: str, identity: str,
+def record_command(db: JournalTx, *, key: str, target: str, action: str, identity: str,
                    role: str, reason: str, outcome: str, error: str | None, detail: str,
                    at: datetime) -> None:
     """A command row (journal.py ``commands``) written with its final outcome."""
     db.execute(
-        "INSERT OR IGNORE INTO commands (key, target, action, identity, role, reason, payload,"
+        "INSERT INTO commands (key, target, action, identity, role, reason, payload,"
         " plan, status, error, detail, created_at, finished_at)"
-        " VALUES (?,?,?,?,?,?, '{}', NULL, ?,?,?,?,?)",
+        " VALUES (?,?,?,?,?,?, '{}', NULL, ?,?,?,?,?) ON CONFLICT (key, target) DO NOTHING",
         (key, target, action, identity, role, reason, outcome, error, detail, at.isoformat(),
          at.isoformat()))
 
 
-def _close(db: sqlite3.Connection, obligation_id: str, state: str, by: str, note: str,
+def _close(db: JournalTx, obligation_id: str, state: str, by: str, note: str,
            at: datetime) -> bool:
     cur = db.execute(
         "UPDATE obligations SET state=?, by=?, note=?, closed_at=? WHERE id=? AND"
@@ -224,7 +223,7 @@ def _close(db: sqlite3.Connection, obligation_id: str, state: str, by: str, note
     return cur.rowcount == 1
 
 
-def _select(db: sqlite3.Connection, clause: str, args: tuple[Any, ...] = ()) -> list[Obligation]:
+def _select(db: JournalTx, clause: str, args: tuple[Any, ...] = ()) -> list[Obligation]:
     rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM obligations {clause}", args).fetchall()
     return [Obligation.model_validate(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
 

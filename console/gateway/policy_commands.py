@@ -15,7 +15,7 @@ from typing import Any
 
 from console.gateway.auth import Principal
 from console.gateway.hub import Hub
-from console.gateway.journal import CommandRow, Journal
+from console.gateway.journal_store import CommandRow, JournalStore
 from console.gateway.obligation_store import ObligationStore, record_command
 from console.gateway.policy_frames import PolicyCommand
 from console.gateway.policy_state import PolicyState, ReloadResult
@@ -28,7 +28,8 @@ _NEEDS = {"policy_reload": Role.ADMIN, "obligation_fulfil": Role.OPERATOR,
 
 
 class PolicyCommands:
-    def __init__(self, hub: Hub, journal: Journal, store: ObligationStore, state: PolicyState,
+    def __init__(self, hub: Hub, journal: JournalStore, store: ObligationStore,
+                 state: PolicyState,
                  reloaded: Callable[[ReloadResult], None],
                  refusals: RefusalLedger | None = None) -> None:
         self.hub, self.journal, self.store, self.state = hub, journal, store, state

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +41,25 @@ class GatewaySettings:
     refusal_interval_s: float = 60.0  # refusals of one identity: the first, then one summary
     policy_path: Path | None = None  # irq serve --policy FILE: loaded at start, watched
     notify: NotifySettings = field(default_factory=NotifySettings)  # webhooks (--webhook ...)
+    #: irq serve --journal: a postgresql:// URL shared by several gateways; "" is the SQLite
+    #: file in ``home`` (one gateway)
+    journal: str = ""
+    #: this gateway's name in a shared journal (the intents it re-drives after a restart);
+    #: "" is HOST:PORT of this machine, stable across restarts of the same gateway
+    gateway_id: str = ""
 
     @property
     def journal_path(self) -> Path:
         return self.home / "gateway.db"
+
+    @property
+    def journal_target(self) -> str | Path:
+        """Where the journal is: the ``--journal`` URL, or the SQLite file in ``home``."""
+        return self.journal or self.journal_path
+
+    @property
+    def owner(self) -> str:
+        return self.gateway_id or f"{socket.gethostname()}:{self.port}"
 
     @property
     def scheme(self) -> str:
