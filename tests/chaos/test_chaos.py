@@ -1,0 +1,54 @@
+"""A short cut of the chaos suite (``make chaos`` runs the full one: benchmarks/chaos.py).
+
+Real gateway processes, real agents on DBOS over SQLite and on Temporal's dev server; the
+verdict on decisions is read from the agents' own records (tests/chaos/storm.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.chaos.fuzz import run_fuzz
+from tests.chaos.silent import run_silent
+from tests.chaos.storm import run_storm
+
+
+async def test_fuzzed_frames_get_clear_errors_and_never_crash_or_close_other_clients(
+        tmp_path: Path) -> None:
+    report = await run_fuzz(tmp_path, frames=5_000, client_identities=4, agent_connections=2,
+                            probes=1)
+    assert report.frames == 5_000
+    assert report.crashes == 0
+    assert report.unanswered_pings == 0 and report.pings >= 10
+    assert report.unclear_errors == 0, report.answers
+    assert not report.closed, report.closed  # no fuzzing connection was closed by the gateway
+    # the two frames that end their own connection, by the websockets layer: past 16 MiB
+    # (1009) and invalid UTF-8 in a text frame (1007, RFC 6455)
+    assert report.expected_closes == {"17MiB:1009": 1, "utf8-in-text:1007": 1}
+    assert report.bystander_pings > 0 and report.bystander_unanswered == 0
+    assert not report.bystander_closed
+    assert report.answers["malformed"] > 0 and report.answers["invalid"] > 0
+    assert report.rss_after_kb - report.rss_warm_kb < 32 * 1024, report.as_dict()
+
+
+async def test_connections_that_never_say_hello_do_not_keep_legit_clients_out(
+        tmp_path: Path) -> None:
+    report = await run_silent(tmp_path, squatters=150, legit=5, hold_s=3.0)
+    assert sum(report.squatters.values()) == 150
+    assert report.legit_failures == 0 and len(report.under_load_ms) == 5
+    assert report.crashes == 0
+    assert max(report.under_load_ms) < 5_000, report.as_dict()
+
+
+@pytest.mark.timeout(900)
+async def test_gateway_sigkilled_during_a_decision_storm_loses_and_doubles_nothing(
+        tmp_path: Path) -> None:
+    report = await run_storm(tmp_path, kills=5, journal="sqlite", outstanding=3, deciders=2,
+                             min_up_s=1.0, drain_s=90, max_storm_s=300)
+    result = report.as_dict()
+    assert report.kills == 5, result
+    assert report.decisions > 0 and set(report.decisions_by_backend) == {"dbos", "temporal"}, \
+        result
+    assert report.lost == 0 and report.doubled == 0, result
+    assert report.gave_up == 0 and report.unsettled == 0, result
