@@ -1,6 +1,8 @@
 """A real gateway process for the exactly-once tests: ``irq serve``, or the test-only entry
 point tests/support/faulty_gateway.py that SIGKILLs itself at a named point, on one port and
-one IRQ_HOME so a restart finds the journal the crashed gateway wrote."""
+one IRQ_HOME so a restart finds the journal the crashed gateway wrote. With ``journal`` (a
+``postgresql://`` URL) it runs on that shared journal, passed as ``IRQ_JOURNAL`` so a password
+in it stays off the command line."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class CrashableGateway:
-    def __init__(self, home: Path, backend: str) -> None:
-        self.home, self.backend = home, backend
+    def __init__(self, home: Path, backend: str, journal: str | None = None) -> None:
+        self.home, self.backend, self.journal = home, backend, journal
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -30,6 +32,8 @@ class CrashableGateway:
     def start(self, crash_at: str | None = None) -> None:
         """``irq serve``, or with ``crash_at`` the test-only gateway that SIGKILLs itself there."""
         env = {**os.environ, "IRQ_HOME": str(self.home)}
+        if self.journal:
+            env["IRQ_JOURNAL"] = self.journal
         if crash_at:
             cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
                    "--port", str(self.port), "--backend", self.backend, "--crash-at", crash_at]

@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-at", default=None, help="SIGKILL the gateway at this point")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
-    settings = GatewaySettings(host="127.0.0.1", port=args.port, backends=args.backend)
+    settings = GatewaySettings(host="127.0.0.1", port=args.port, backends=args.backend,
+                               journal=os.environ.get("IRQ_JOURNAL", ""))
     asyncio.run(serve(settings, crash_at(args.crash_at) if args.crash_at else None))
     return 0
 
