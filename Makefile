@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RESTATE_VERSION := 1.7.12
 RESTATE_STAMP := $(VENV)/restate/.installed-$(RESTATE_VERSION)
 
-.PHONY: demo test install screenshots bench clean
+.PHONY: demo test install screenshots bench chaos clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/dbos_adapter.py
 	$(BIN)/python benchmarks/restate_hang.py
 	$(BIN)/python benchmarks/langgraph_inbox.py
+
+# fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
+# journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table
+chaos: $(STAMP)
+	$(BIN)/python benchmarks/chaos.py
 
 clean:
 	rm -rf $(VENV)
