@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.chaos.freeze import run_freezes  # noqa: E402
 from tests.chaos.fuzz import run_fuzz  # noqa: E402
 from tests.chaos.silent import run_silent  # noqa: E402
 from tests.chaos.storm import run_storm  # noqa: E402
@@ -47,38 +48,58 @@ def _journal_choice(requested: str) -> str:
     return "postgresql" if "--journal" in out else "sqlite"
 
 
+def _items(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in d.items())
+
+
+#: (label, value, note) of each table row, from the result; a row whose scenario did not run
+#: (KeyError) is left out
+ROWS: list[tuple[str, Any, Any]] = [
+    ("SIGKILLs of a gateway", lambda r: r["kills"],
+     lambda r: f"{r['gateways']} gateway(s), {r['journal']} journal"),
+    ("decisions applied", lambda r: r["decisions"], lambda r: _items(r["decisions_by_backend"])),
+    ("decisions lost (agents' records)", lambda r: r["lost"], lambda r: "must be 0"),
+    ("decisions doubled (agents' records)", lambda r: r["doubled"], lambda r: "must be 0"),
+    ("re-sent with the same key", lambda r: r["decision_retries_same_key"],
+     lambda r: f"{r['in_progress_answers']} in_progress answers"),
+    ("actions (pause/resume) with an outcome", lambda r: r["actions"],
+     lambda r: _items(r["action_outcomes"])),
+    ("gateway restart (median / max s)",
+     lambda r: f"{r['restart_s_median']} / {r['restart_s_max']}", lambda r: ""),
+    ("fuzzed frames", lambda r: r["fuzz_frames"], lambda r: _items(r["fuzz_frames_by_path"])),
+    ("gateway crashes", lambda r: r["crashes"], lambda r: "must be 0"),
+    ("unanswered pings", lambda r: r["unanswered_pings"], lambda r: f"of {r['fuzz_pings']}"),
+    ("error frames without code/message", lambda r: r["fuzz_unclear_errors"],
+     lambda r: "must be 0"),
+    ("RSS before / warm / after (KiB)",
+     lambda r: f"{r['rss_before_kb']} / {r['rss_warm_kb']} / {r['rss_after_kb']}",
+     lambda r: f"{r['rss_growth_after_warmup_kb']:+} KiB after warm-up"),
+    ("connections that never say hello", lambda r: r["silent_connections"],
+     lambda r: _items(r["silent_by_kind"])),
+    ("legit connect+snapshot p50 / p95 / max ms",
+     lambda r: f"{r['legit_connect_ms_p50']} / {r['legit_connect_ms_p95']} / "
+     f"{r['legit_connect_ms_max']}",
+     lambda r: f"idle p50 {r['legit_connect_ms_idle_p50']} ms, {r['legit_failures']} failures"),
+    ("backend frozen: unreachable shown after s",
+     lambda r: r["backend_unreachable_seen_after_s"],
+     lambda r: f"frozen {r['backend_frozen_s']} s, reachable {r['backend_reachable_again_after_s']}"
+     f" s after the thaw; lost {r['backend_freeze_lost']}, doubled "
+     f"{r['backend_freeze_doubled']}"),
+    ("gateway frozen: agents' beats back after s", lambda r: r["agents_back_after_s"],
+     lambda r: f"frozen {r['gateway_frozen_s']} s; lost {r['gateway_freeze_lost']}, doubled "
+     f"{r['gateway_freeze_doubled']}"),
+]
+
+
 def _table(result: dict[str, Any]) -> str:
-    rows = [
-        ("SIGKILLs of a gateway", result["kills"],
-         f"{result['gateways']} gateway(s), {result['journal']} journal"),
-        ("decisions applied", result["decisions"],
-         ", ".join(f"{k} {v}" for k, v in result["decisions_by_backend"].items())),
-        ("decisions lost (agents' records)", result["lost"], "must be 0"),
-        ("decisions doubled (agents' records)", result["doubled"], "must be 0"),
-        ("re-sent with the same key", result["decision_retries_same_key"],
-         f"{result['in_progress_answers']} in_progress answers"),
-        ("actions (pause/resume) with an outcome", result["actions"],
-         ", ".join(f"{k} {v}" for k, v in result["action_outcomes"].items())),
-        ("gateway restart (median / max s)",
-         f"{result['restart_s_median']} / {result['restart_s_max']}", ""),
-        ("fuzzed frames", result["fuzz_frames"],
-         ", ".join(f"{k} {v}" for k, v in result["fuzz_frames_by_path"].items())),
-        ("gateway crashes", result["crashes"], "must be 0"),
-        ("unanswered pings", result["unanswered_pings"], f"of {result['fuzz_pings']}"),
-        ("error frames without code/message", result["fuzz_unclear_errors"], "must be 0"),
-        ("RSS before / warm / after (KiB)",
-         f"{result['rss_before_kb']} / {result['rss_warm_kb']} / {result['rss_after_kb']}",
-         f"{result['rss_growth_after_warmup_kb']:+} KiB after warm-up"),
-        ("connections that never say hello", result["silent_connections"],
-         ", ".join(f"{k} {v}" for k, v in result["silent_by_kind"].items())),
-        ("legit connect+snapshot p50 / p95 / max ms",
-         f"{result['legit_connect_ms_p50']} / {result['legit_connect_ms_p95']} / "
-         f"{result['legit_connect_ms_max']}",
-         f"idle p50 {result['legit_connect_ms_idle_p50']} ms, "
-         f"{result['legit_failures']} failures"),
-    ]
-    width = max(len(r[0]) for r in rows)
-    vwidth = max(len(str(r[1])) for r in rows)
+    rows = []
+    for label, value, note in ROWS:
+        try:
+            rows.append((label, value(result), note(result)))
+        except KeyError:
+            continue
+    width = max((len(r[0]) for r in rows), default=0)
+    vwidth = max((len(str(r[1])) for r in rows), default=0)
     return "\n".join(f"{name:<{width}}  {value!s:>{vwidth}}  {note}" for name, value, note in rows)
 
 
@@ -89,18 +110,27 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "host": platform.node(), "cpus": os.cpu_count(),
                               "load_avg_at_start": [round(x, 1) for x in os.getloadavg()]}
+    scenarios = set(args.scenarios.split(","))
     try:
-        print(f"fuzz: {args.fuzz_frames} frames ...", flush=True)
-        result.update((await run_fuzz(work, frames=args.fuzz_frames)).as_dict())
-        print(f"silent: {args.squatters} connections that never say hello ...", flush=True)
-        result.update((await run_silent(work, squatters=args.squatters)).as_dict())
-        journal = _journal_choice(args.journal)
-        print(f"storm: {args.kills} SIGKILLs ({journal} journal) ...", flush=True)
-        result.update((await run_storm(work / "storm", kills=args.kills, journal=journal,
-                                       max_storm_s=args.max_storm_s)).as_dict())
+        if "fuzz" in scenarios:
+            print(f"fuzz: {args.fuzz_frames} frames ...", flush=True)
+            result.update((await run_fuzz(work, frames=args.fuzz_frames)).as_dict())
+        if "silent" in scenarios:
+            print(f"silent: {args.squatters} connections that never say hello ...", flush=True)
+            result.update((await run_silent(work, squatters=args.squatters)).as_dict())
+        if "freeze" in scenarios:
+            print("freeze: Temporal dev server SIGSTOPped 15 s, gateway SIGSTOPped 25 s ...",
+                  flush=True)
+            result.update((await run_freezes(work)).as_dict())
+        if "storm" in scenarios:
+            journal = _journal_choice(args.journal)
+            print(f"storm: {args.kills} SIGKILLs ({journal} journal) ...", flush=True)
+            result.update((await run_storm(work / "storm", kills=args.kills, journal=journal,
+                                           max_storm_s=args.max_storm_s)).as_dict())
+            result["kills_target"] = args.kills
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result["kills_target"] = args.kills
+    result[f"seconds_{'_'.join(sorted(scenarios))}"] = round(time.monotonic() - began, 1)
     result["total_seconds"] = round(time.monotonic() - began, 1)
     result["load_avg_at_end"] = [round(x, 1) for x in os.getloadavg()]
     return result
@@ -112,18 +142,25 @@ def main() -> int:
     parser.add_argument("--fuzz-frames", type=int, default=100_000)
     parser.add_argument("--squatters", type=int, default=500)
     parser.add_argument("--journal", choices=["auto", "postgresql", "sqlite"], default="auto")
-    parser.add_argument("--max-storm-s", type=float, default=600.0)
+    parser.add_argument("--max-storm-s", type=float, default=540.0)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--scenarios", default="fuzz,silent,freeze,storm",
+                        help="comma-separated subset of fuzz,silent,freeze,storm")
+    parser.add_argument("--merge", action="store_true",
+                        help="update the figures of these scenarios in an existing --out file")
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
+    if args.merge and args.out.exists():
+        result = {**json.loads(args.out.read_text()), **result}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(_table(result))
     print(f"wrote {args.out} ({result['total_seconds']} s)")
-    bad = (result["lost"] or result["doubled"] or result["crashes"]
-           or result["unanswered_pings"] or result["fuzz_unclear_errors"]
-           or result["legit_failures"] or result["bystander_unanswered"]
-           or result["bystander_closed"])
+    bad = any(result.get(k) for k in (
+        "lost", "doubled", "crashes", "unanswered_pings", "fuzz_unclear_errors",
+        "legit_failures", "bystander_unanswered", "bystander_closed", "gave_up",
+        "backend_freeze_lost", "backend_freeze_doubled", "gateway_freeze_lost",
+        "gateway_freeze_doubled"))
     return 1 if bad else 0
 
 

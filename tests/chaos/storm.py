@@ -186,14 +186,14 @@ class Storm:
         resends = 0
         began = time.monotonic()
         while time.monotonic() - began < 300:
-            if holder[0] is None:
-                holder[0] = await self._client(token)
+            client = holder[0] or await self._client(token)
+            holder[0] = client
             try:
-                result = (await send(holder[0]))[0]
+                result = (await send(client))[0]
             except GatewayError:
-                with contextlib.suppress(Exception):
-                    await holder[0].close()
                 holder[0] = None
+                with contextlib.suppress(Exception):
+                    await client.close()
                 resends += 1
                 await asyncio.sleep(0.1)
                 continue
@@ -224,9 +224,8 @@ class Storm:
         rng = random.Random(self.rng.random())
         try:
             while self.deciding:
-                if holder[0] is None:
-                    holder[0] = await self._client(token)
-                client = holder[0]
+                client = holder[0] or await self._client(token)
+                holder[0] = client
                 mine = [i for i in client.view.pending_interrupts()
                         if i.id not in self.taken and _wid(i.run_id) in self.workflows]
                 if not mine:
@@ -279,15 +278,15 @@ class Storm:
         holder: list[GatewayClient | None] = [None]
         try:
             while self.storming:
-                if holder[0] is None:
-                    holder[0] = await self._client(token)
-                view = holder[0].view
+                client = holder[0] or await self._client(token)
+                holder[0] = client
+                view = client.view
                 running = [r for r in self.idle_runs
                            if r in view.runs and view.runs[r].state.value == "running"]
                 if not running:
                     await asyncio.sleep(0.5)
-                    if holder[0].closed_reason:
-                        await holder[0].close()
+                    if client.closed_reason:
+                        await client.close()
                         holder[0] = None
                     continue
                 run_id = self.rng.choice(running)

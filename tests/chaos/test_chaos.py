@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.chaos.freeze import run_freezes
 from tests.chaos.fuzz import run_fuzz
 from tests.chaos.silent import run_silent
 from tests.chaos.storm import run_storm
@@ -52,3 +53,15 @@ async def test_gateway_sigkilled_during_a_decision_storm_loses_and_doubles_nothi
         result
     assert report.lost == 0 and report.doubled == 0, result
     assert report.gave_up == 0 and report.unsettled == 0, result
+
+
+@pytest.mark.timeout(600)
+async def test_frozen_backend_and_frozen_gateway_are_shown_recover_and_lose_nothing(
+        tmp_path: Path) -> None:
+    report = await run_freezes(tmp_path, backend_freeze_s=6.0, gateway_freeze_s=8.0)
+    result = report.as_dict()
+    assert report.unreachable_seen_after_s is not None, result  # clients were told
+    assert report.reachable_again_after_s is not None, result  # and saw it recover
+    assert report.agents_back_after_s is not None, result  # the agents pushed again
+    assert report.backend_freeze_lost == report.backend_freeze_doubled == 0, result
+    assert report.gateway_freeze_lost == report.gateway_freeze_doubled == 0, result

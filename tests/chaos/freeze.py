@@ -1,0 +1,237 @@
+"""SIGSTOP instead of SIGKILL: a process that hangs with its sockets open.
+
+- **A backend frozen and resumed**: the Temporal dev server is SIGSTOPped while an operator
+  decides; clients are told (the backend's health event: ``reachable: false``), the decision
+  sent meanwhile is re-sent with its key after the thaw, and the agent receives each decision
+  exactly once (its workflow result).
+- **A gateway frozen while agents push**: the gateway that DBOS agents push heartbeats to is
+  SIGSTOPped past the websockets keepalive timeout, then resumed; the agents reconnect (their
+  runs report fresh beats again) and a decision taken afterwards reaches its agent once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from console.client import GatewayClient, GatewayError
+from console.model import Action, Decision, DecisionKind
+from tests.chaos.fleet import (
+    DBOSWorkerProcess,
+    GatewayProcess,
+    approval_plan,
+    idle_plan,
+    make_tokens,
+)
+
+
+@dataclass
+class FreezeReport:
+    backend_frozen_s: float = 0.0
+    unreachable_seen_after_s: float | None = None  # clients told the backend is down
+    reachable_again_after_s: float | None = None  # after the thaw
+    decision_during_freeze: str = ""  # outcome/error of the first send while frozen
+    backend_freeze_lost: int = 0
+    backend_freeze_doubled: int = 0
+    gateway_frozen_s: float = 0.0
+    agents_back_after_s: float | None = None  # fresh beats from every agent after the thaw
+    gateway_freeze_lost: int = 0
+    gateway_freeze_doubled: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(x, 1)
+
+        return {
+            "backend_frozen_s": r(self.backend_frozen_s),
+            "backend_unreachable_seen_after_s": r(self.unreachable_seen_after_s),
+            "backend_reachable_again_after_s": r(self.reachable_again_after_s),
+            "decision_during_backend_freeze": self.decision_during_freeze,
+            "backend_freeze_lost": self.backend_freeze_lost,
+            "backend_freeze_doubled": self.backend_freeze_doubled,
+            "gateway_frozen_s": r(self.gateway_frozen_s),
+            "agents_back_after_s": r(self.agents_back_after_s),
+            "gateway_freeze_lost": self.gateway_freeze_lost,
+            "gateway_freeze_doubled": self.gateway_freeze_doubled,
+            "freeze_notes": self.notes,
+        }
+
+
+async def _until(predicate: Any, client: GatewayClient, timeout_s: float) -> float | None:
+    began = time.monotonic()
+    while time.monotonic() - began < timeout_s:
+        if predicate():
+            return time.monotonic() - began
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(client.updates(), 0.5)
+    return None
+
+
+async def _decide_once(gw: GatewayProcess, token: str, iid: str, key: str,
+                       timeout_s: float = 120) -> str:
+    """Send the decision, re-sending it with the same key until it has an outcome."""
+    began = time.monotonic()
+    last = "no answer"
+    while time.monotonic() - began < timeout_s:
+        try:
+            async with GatewayClient(gw.url, token, subscribe=False, open_timeout=5,
+                                     request_timeout=30) as client:
+                res = (await client.command(Action.DECIDE, [iid], key=key,
+                                            decision=Decision(kind=DecisionKind.APPROVE)))[0]
+        except GatewayError as exc:
+            last = f"unreachable: {exc}"
+            await asyncio.sleep(0.5)
+            continue
+        last = f"{res.outcome}/{res.error}" if res.error else res.outcome
+        if res.error in ("in_progress", "not_found", "unreachable"):
+            await asyncio.sleep(0.5)
+            continue
+        return last
+    return last
+
+
+async def run_backend_freeze(workdir: Path, *, freeze_s: float = 15.0) -> FreezeReport:
+    from backend_adapters.temporal.dev_server import DevServer
+    from tests.support.temporal_sample_worker import WorkerProcess
+
+    report = FreezeReport()
+    with contextlib.ExitStack() as stack:
+        temporal = DevServer(workdir / "temporal-frozen")
+        temporal.start()
+        stack.callback(temporal.stop)
+        queue = f"freeze-{uuid.uuid4().hex[:6]}"
+        worker = WorkerProcess(address=temporal.address, task_queue=queue, identity="freeze-w",
+                               log_path=workdir / "freeze-worker.log")
+        worker.start()
+        stack.callback(worker.stop)
+        home = workdir / "freeze-home"
+        tokens = make_tokens(home, clients=1)
+        gw = GatewayProcess(home, [temporal.backend_url(rps=50, query=f"TaskQueue='{queue}'",
+                                                        timeout=3, poll=0.5)], name="freeze-gw")
+        gw.start()
+        stack.callback(gw.stop)
+        wid = f"freeze-{uuid.uuid4().hex[:8]}"
+        temporal.start_workflow(wid, "ApprovalAgent", queue, {
+            "interrupts": [{"title": f"freeze {n}", "id": f"i{n}", "allowed": ["approve"]}
+                           for n in (1, 2)], "linger_s": 1})
+        token = tokens["operator"][0]
+        async with GatewayClient(gw.url, token, open_timeout=10) as client:
+            def pending(native: str) -> str | None:
+                return next((i.id for i in client.view.pending_interrupts()
+                             if i.run_id.endswith("/" + wid) and i.native_id == native), None)
+
+            def health() -> bool | None:
+                found = [b.reachable for b in client.view.backends.values()
+                         if b.backend == "temporal"]
+                return found[0] if found else None
+
+            await _until(lambda: pending("i1"), client, 60)
+            iid = pending("i1")
+            assert iid is not None, "no pending interrupt before the freeze"
+            temporal.freeze()
+            frozen_at = time.monotonic()
+            key = f"freeze-{uuid.uuid4().hex}"
+
+            async def decide_while_frozen() -> None:
+                try:
+                    res = (await asyncio.wait_for(client.command(
+                        Action.DECIDE, [iid], key=key,
+                        decision=Decision(kind=DecisionKind.APPROVE)), freeze_s))[0]
+                    report.decision_during_freeze = f"{res.outcome}/{res.error}"
+                except (TimeoutError, GatewayError) as exc:
+                    report.decision_during_freeze = (
+                        f"no answer while frozen ({type(exc).__name__})")
+
+            try:
+                sending = asyncio.create_task(decide_while_frozen())
+                report.unreachable_seen_after_s = await _until(
+                    lambda: health() is False, client, freeze_s)
+                await sending
+                await asyncio.sleep(max(0.0, freeze_s - (time.monotonic() - frozen_at)))
+            finally:
+                temporal.thaw()
+                report.backend_frozen_s = time.monotonic() - frozen_at
+            report.reachable_again_after_s = await _until(lambda: health() is True, client, 60)
+        # the same key again after the thaw (a failed answer was not journaled as applied:
+        # an operator's retry), then the second interrupt
+        report.notes.append(f"i1 after thaw: {await _decide_once(gw, token, iid, key)}")
+        async with GatewayClient(gw.url, token, open_timeout=10) as client:
+            await _until(lambda: any(i.native_id == "i2" and i.run_id.endswith("/" + wid)
+                                     for i in client.view.pending_interrupts()), client, 60)
+            i2 = next((i.id for i in client.view.pending_interrupts()
+                       if i.native_id == "i2" and i.run_id.endswith("/" + wid)), None)
+        if i2 is not None:
+            report.notes.append(f"i2: {await _decide_once(gw, token, i2, uuid.uuid4().hex)}")
+        close = await asyncio.to_thread(temporal.result, wid, 60)
+        delivered = close["workflowExecutionCompletedEventAttributes"]["result"][0]["delivered"]
+        ids = [d["interrupt_id"] for d in delivered]
+        report.backend_freeze_lost = sum(1 for n in ("i1", "i2") if n not in ids)
+        report.backend_freeze_doubled = sum(1 for n in set(ids) if ids.count(n) > 1)
+    return report
+
+
+async def run_gateway_freeze(workdir: Path, report: FreezeReport, *,
+                             freeze_s: float = 25.0) -> FreezeReport:
+    from tests.support.dbos_record import settled_record
+
+    with contextlib.ExitStack() as stack:
+        home = workdir / "gwfreeze-home"
+        tokens = make_tokens(home, clients=1, scopes=["dbos:local"])
+        dbos = DBOSWorkerProcess(workdir / "gwfreeze-dbos", executor_id="freeze-w1")
+        gw = GatewayProcess(home, [dbos.backend_url], name="gwfreeze-gw")
+        gw.start()
+        stack.callback(gw.stop)
+        dbos.agent_url, dbos.agent_token = gw.agent_url, tokens["agent"][0]
+        dbos.start()
+        stack.callback(dbos.stop)
+        busy = [f"busy-{n}-{uuid.uuid4().hex[:6]}" for n in range(2)]
+        asker = f"ask-{uuid.uuid4().hex[:6]}"
+        await asyncio.to_thread(dbos.enqueue, [(w, idle_plan(freeze_s + 60)) for w in busy]
+                                + [(asker, approval_plan(1))])
+        token = tokens["operator"][0]
+
+        def beating(client: GatewayClient, since: datetime) -> bool:
+            runs = [client.view.runs.get(f"dbos:local/{w}") for w in busy]
+            return all(r is not None and r.heartbeat_at is not None and r.heartbeat_at > since
+                       for r in runs)
+
+        async with GatewayClient(gw.url, token, open_timeout=10) as client:
+            start = datetime.now(UTC)
+            await _until(lambda: beating(client, start), client, 60)
+        gw.freeze()
+        frozen_at = time.monotonic()
+        await asyncio.sleep(freeze_s)
+        gw.thaw()
+        report.gateway_frozen_s = time.monotonic() - frozen_at
+        thawed = datetime.now(UTC)
+        async with GatewayClient(gw.url, token, open_timeout=20) as client:
+            back = await _until(lambda: beating(client, thawed), client, 90)
+            report.agents_back_after_s = back
+            await _until(lambda: any(i.run_id.endswith("/" + asker)
+                                     for i in client.view.pending_interrupts()), client, 60)
+            iid = next((i.id for i in client.view.pending_interrupts()
+                        if i.run_id.endswith("/" + asker)), None)
+        if iid is None:
+            report.notes.append("no pending interrupt after the gateway freeze")
+            report.gateway_freeze_lost += 1
+            return report
+        report.notes.append(f"after the gateway freeze: "
+                            f"{await _decide_once(gw, token, iid, uuid.uuid4().hex)}")
+        record = await settled_record(dbos.db, asker, timeout_s=60)
+        sent = [m for m in record.sent if isinstance(m["message"], dict)]
+        report.gateway_freeze_lost = 0 if sent else 1
+        report.gateway_freeze_doubled = 1 if len(sent) > 1 else 0
+    return report
+
+
+async def run_freezes(workdir: Path, *, backend_freeze_s: float = 15.0,
+                      gateway_freeze_s: float = 25.0) -> FreezeReport:
+    report = await run_backend_freeze(workdir, freeze_s=backend_freeze_s)
+    return await run_gateway_freeze(workdir, report, freeze_s=gateway_freeze_s)
