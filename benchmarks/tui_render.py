@@ -1,12 +1,14 @@
 """TUI under load: 10,000 runs and 1,000 heartbeat events a second, through a real pty.
 
-    python benchmarks/tui_render.py [--runs 10000] [--rate 1000] [--seconds 10] [--size 200x50]
+    python benchmarks/tui_render.py [--runs 10000] [--rate 1000] [--seconds 10]
+                                    [--sizes 80x24,200x50] [--profile DIR]
 
 The console runs in a child process on a pseudo-terminal, exactly as over SSH: Textual's
 Linux driver, its real output. The child's data source feeds events through the client's own
 ``FleetView.apply`` (JSON contract -> pydantic, as from the gateway) in batches every 100 ms,
 ``rate`` heartbeat events a second, every run beating on a steady cadence (10,000 runs at
-1,000/s: each run every 10 s, its ``heartbeat_interval_s``). The parent reads the terminal and
+1,000/s: each run every 10 s, its ``heartbeat_interval_s``; the snapshot's last beats are laid
+out along the round robin, so no run turns late unless the feed falls behind). The parent reads the terminal and
 reports:
 
 - frames (screen updates) per second, counted by the synchronized-output brackets Textual
@@ -16,6 +18,10 @@ reports:
   changes appears in the output (``s`` re-sorts 10,000 rows; ``?`` opens help);
 - CPU of the child (user+system seconds per wall second), resident memory (peak);
 - bytes written to the terminal per second.
+
+Each terminal size runs in its own child, one after the other; the figures of every size go
+to ``benchmarks/results/tui.json`` (``--out``). ``--profile DIR`` runs each child under
+pyinstrument (the dev extra) and writes ``DIR/tui-COLSxROWS.txt``.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ SORT_ORDER = ["attention", "age", "id", "backend", "progress", "updated"]
 # ------------------------------------------------------------------------------ the child
 
 
-def child_main(runs: int, rate: int, stats_path: Path) -> None:
+def child_main(runs: int, rate: int, stats_path: Path, profile: Path | None = None) -> None:
     from console.client import ConnectionStatus, FleetView, GatewayError
     from console.model import Resource, Run, RunState, utcnow
     from console.tui.app import IrqApp
@@ -66,24 +72,31 @@ def child_main(runs: int, rate: int, stats_path: Path) -> None:
             self.view = FleetView()
             self.seq = 0
             self.events = 0
-            now = utcnow()
+            self.cadence = runs / rate  # seconds between two beats of one run
             rng = random.Random(7)
-            frame: dict[str, Any] = {"epoch": "bench", "seq": 0, "runs": [], "interrupts": [],
-                                     "backends": []}
+            now = utcnow()
+            self.contracts: dict[str, dict[str, Any]] = {}
             for i in range(runs):
                 run = Run(id=f"dbos:bench/agent-{i:05d}", backend="dbos", context="bench",
                           native_id=f"agent-{i:05d}", name=f"agent {i}",
                           state=RunState.PAUSED if i % 50 == 0 else RunState.RUNNING,
-                          heartbeat_at=now - timedelta(seconds=10.0 * (i / runs)),
-                          heartbeat_interval_s=10.0, heartbeat_timeout_s=60.0,
+                          heartbeat_at=now, heartbeat_interval_s=self.cadence,
+                          heartbeat_timeout_s=6 * self.cadence,
                           progress=rng.random(), in_flight_step="step",
                           resources=[Resource(id=f"gpu-{i % 64}", kind="gpu")])
-                frame["runs"].append(run.contract())
-            self.view.load_snapshot(frame)
-            self.contracts = {r["id"]: r for r in frame["runs"]}
+                self.contracts[run.id] = run.contract()
             self.ids = list(self.contracts)
 
         async def run(self, on_update: Any, on_status: Any) -> None:
+            # The last beats are laid out so the round robin keeps every run on its cadence:
+            # agent-00000 beats first, so it beat longest ago (a whole cadence); the last
+            # agent beat just now. No run turns late unless the feed falls behind.
+            start = utcnow()
+            for i, rid in enumerate(self.ids):
+                at = start - timedelta(seconds=self.cadence * (1 - i / len(self.ids)))
+                self.contracts[rid]["heartbeat_at"] = at.isoformat()
+            self.view.load_snapshot({"epoch": "bench", "seq": 0, "interrupts": [],
+                                     "backends": [], "runs": list(self.contracts.values())})
             on_status(ConnectionStatus("live", "bench"))
             on_update(self.view, [{"kind": "snapshot", "seq": 0}])
             per_batch = max(1, rate // 10)
@@ -124,9 +137,20 @@ def child_main(runs: int, rate: int, stats_path: Path) -> None:
     source = LoadSource()
     app = IrqApp(source, context="bench")  # type: ignore[arg-type]
     started = time.monotonic()
+    profiler: Any = None
+    if profile is not None:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.001, async_mode="disabled")
+        profiler.start()
     try:
         app.run(mouse=False)
     finally:
+        if profiler is not None:
+            profiler.stop()
+            profile.write_text(profiler.output_text(unicode=False, color=False,
+                                                    show_all=False))
+            profiler.last_session.save(str(profile.with_suffix(".pyisession")))
         stats_path.write_text(json.dumps({
             "batches_applied": app.redraws,
             "events": source.events,
@@ -201,17 +225,20 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def parent_main(args: argparse.Namespace) -> int:
-    cols, rows = (int(v) for v in args.size.split("x"))
+def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
+    """One child on a ``cols`` x ``rows`` pty: steady state, then the key presses."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     stats_path = Path(tempfile.mkstemp(prefix="irq-bench-", suffix=".json")[1])
     env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
     env.pop("NO_COLOR", None)
+    command = [sys.executable, __file__, "--child", "--runs", str(args.runs), "--rate",
+               str(args.rate), "--stats", str(stats_path)]
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        command += ["--profile-file", str(args.profile / f"tui-{cols}x{rows}.txt")]
     child = subprocess.Popen(
-        [sys.executable, __file__, "--child", "--runs", str(args.runs), "--rate", str(args.rate),
-         "--stats", str(stats_path)],
-        stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+        command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
         close_fds=True)
     os.close(slave)
     term = Terminal(master)
@@ -243,7 +270,7 @@ def parent_main(args: argparse.Namespace) -> int:
             term.run_for(0.3)
         os.write(master, b"\x11")  # ctrl+q
         term.run_for(1.0)
-        child.wait(10)
+        child.wait(30)
     finally:
         if child.poll() is None:
             child.kill()
@@ -251,20 +278,73 @@ def parent_main(args: argparse.Namespace) -> int:
         os.close(master)
     app_stats = json.loads(stats_path.read_text() or "{}")
     stats_path.unlink(missing_ok=True)
+    keys = sort_lat + help_lat
+    return {
+        "size": f"{cols}x{rows}",
+        "events_per_s": app_stats["events"] / app_stats["seconds"],
+        "batches_per_s": app_stats["batches_applied"] / app_stats["seconds"],
+        "frames_per_s": steady["frames_per_s"],
+        "bytes_per_s": steady["bytes_per_s"],
+        "kib_per_s": steady["bytes_per_s"] / 1024,
+        "cpu_percent": steady["cpu"] * 100,
+        "rss_mb": steady["rss_mb"],
+        "peak_rss_mb": steady["peak_rss_mb"],
+        "key_p50_ms": statistics.median(keys) * 1000,
+        "key_p95_ms": percentile(keys, 0.95) * 1000,
+        "sort_p50_ms": statistics.median(sort_lat) * 1000,
+        "sort_p95_ms": percentile(sort_lat, 0.95) * 1000,
+        "help_p50_ms": statistics.median(help_lat) * 1000,
+        "help_p95_ms": percentile(help_lat, 0.95) * 1000,
+        "key_presses": len(keys),
+    }
+
+
+def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
     print(f"irq TUI benchmark: {args.runs} runs, {args.rate} heartbeat events/s, "
-          f"{cols}x{rows} pty, {args.seconds:g}s steady state")
-    print(f"  events applied by the client   {app_stats['events'] / app_stats['seconds']:.0f}/s")
-    batches = app_stats["batches_applied"] / app_stats["seconds"]
-    print(f"  batches applied (redraws)      {batches:.1f}/s (designed cap: 10/s)")
-    print(f"  terminal frames                {steady['frames_per_s']:.1f}/s")
-    print(f"  bytes to the terminal          {steady['bytes_per_s'] / 1024:.1f} KiB/s")
-    print(f"  CPU (child)                    {steady['cpu'] * 100:.0f}% of one core")
-    print(f"  memory (child)                 {steady['rss_mb']:.0f} MiB RSS, "
-          f"peak {steady['peak_rss_mb']:.0f} MiB")
-    print(f"  key->screen, s (sort 10k rows) p50 {statistics.median(sort_lat) * 1000:.0f} ms, "
-          f"p95 {percentile(sort_lat, 0.95) * 1000:.0f} ms (n={len(sort_lat)})")
-    print(f"  key->screen, ? (open help)     p50 {statistics.median(help_lat) * 1000:.0f} ms, "
-          f"p95 {percentile(help_lat, 0.95) * 1000:.0f} ms (n={len(help_lat)})")
+          f"{r['size']} pty, {args.seconds:g}s steady state")
+    print(f"  events applied by the client   {r['events_per_s']:.0f}/s")
+    print(f"  batches applied (redraws)      {r['batches_per_s']:.1f}/s (designed cap: 10/s)")
+    print(f"  terminal frames                {r['frames_per_s']:.1f}/s")
+    print(f"  bytes to the terminal          {r['kib_per_s']:.1f} KiB/s")
+    print(f"  CPU (child)                    {r['cpu_percent']:.0f}% of one core")
+    print(f"  memory (child)                 {r['rss_mb']:.0f} MiB RSS, "
+          f"peak {r['peak_rss_mb']:.0f} MiB")
+    print(f"  key->screen, s (sort 10k rows) p50 {r['sort_p50_ms']:.0f} ms, "
+          f"p95 {r['sort_p95_ms']:.0f} ms")
+    print(f"  key->screen, ? (open help)     p50 {r['help_p50_ms']:.0f} ms, "
+          f"p95 {r['help_p95_ms']:.0f} ms")
+    print(f"  key->screen, all keys          p50 {r['key_p50_ms']:.0f} ms, "
+          f"p95 {r['key_p95_ms']:.0f} ms (n={r['key_presses']})")
+
+
+def parent_main(args: argparse.Namespace) -> int:
+    sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
+    results = []
+    for cols, rows in sizes:
+        result = measure(args, cols, rows)
+        report(args, result)
+        results.append(result)
+    goals = {"80x24": 20.0, "200x50": 40.0}
+    print()
+    print(f"  {'size':<8} {'KiB/s':>7} {'goal':>6} {'key p50':>8} {'key p95':>8}  (goal p95 < 100 ms)")
+    for r in results:
+        goal = goals.get(r["size"])
+        print(f"  {r['size']:<8} {r['kib_per_s']:>7.1f} "
+              f"{(f'<= {goal:g}' if goal else '-'):>6} {r['key_p50_ms']:>6.0f}ms "
+              f"{r['key_p95_ms']:>6.0f}ms")
+    load1, load5, _ = os.getloadavg()
+    document = {
+        "benchmark": "tui_render",
+        "runs": args.runs,
+        "rate_per_s": args.rate,
+        "seconds": args.seconds,
+        "cpus": os.cpu_count(),
+        "load_average_1m_5m": [round(load1, 2), round(load5, 2)],
+        "sizes": {r["size"]: r for r in results},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"  written to {args.out} (load average {load1:.2f}, {load5:.2f})")
     return 0
 
 
@@ -274,12 +354,18 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=1_000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--presses", type=int, default=20)
-    parser.add_argument("--size", default="200x50")
+    parser.add_argument("--sizes", default="80x24,200x50",
+                        help="terminal sizes, COLSxROWS, comma-separated")
+    parser.add_argument("--size", dest="sizes", help="one terminal size (same as --sizes)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "tui.json")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="write a pyinstrument profile of each child into this folder")
+    parser.add_argument("--profile-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stats", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child_main(args.runs, args.rate, args.stats)
+        child_main(args.runs, args.rate, args.stats, args.profile_file)
         return 0
     return parent_main(args)
 

@@ -19,8 +19,10 @@ from console.tui.state_display import (
     STATE_LABEL,
     STATE_TONE,
     GlyphSet,
+    age_bound,
     format_age,
     freshness_level,
+    healthy_beat_bound,
     progress_bar,
     progress_percent,
     truncate,
@@ -126,9 +128,13 @@ def cell(
         age = run.heartbeat_age_s(now)
         if age is None:
             return g.none, "dim"
+        shown = run.suspected_state(now, row.state) or row.state
+        if shown in (RunState.RUNNING, RunState.WAITING):
+            bound = healthy_beat_bound(age, run.heartbeat_interval_s)
+            if bound is not None:  # on time: the bound, not the seconds (no redraw per tick)
+                return f"{age_bound(bound)} {g.spark[0]}", "ok"
         level = freshness_level(age, run.heartbeat_interval_s, run.heartbeat_timeout_s)
         tone = "ok"
-        shown = run.suspected_state(now, row.state) or row.state
         if shown is RunState.LATE:
             tone = "warn"
         elif shown is RunState.LOST:

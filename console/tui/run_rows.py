@@ -1,15 +1,19 @@
 """The fleet as rows: unified state per run, filter, sort, counts (no Textual here).
 
-Kept incrementally: a batch of events updates only the runs it names and re-sorts only
-when a sort key or filter verdict changed; the one-second tick re-judges liveness
-(``late``/``lost`` come from silence, not from events).
+Kept incrementally: a batch of events updates only the runs it names, and a run whose sort
+key or filter verdict changed moves by bisection in the sorted order (removed at its old key,
+inserted at its new one) instead of re-sorting all 10,000: sorted by heartbeat age, every
+beat moves its run, and a full sort per batch would keep the event loop busy when a key
+arrives. The one-second tick re-judges liveness (``late``/``lost`` come from silence, not
+from events).
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -60,19 +64,28 @@ def recheck_at(run: Run, state: RunState) -> float:
     return min(beat + interval + late_margin(interval), lost_at)
 
 
+def _by_age(run: Run, state: RunState) -> Any:
+    at = run.heartbeat_at
+    return (at is None, at.timestamp() if at else 0.0, run.id)
+
+
+def _by_progress(run: Run, state: RunState) -> Any:
+    return (run.progress is None, run.progress or 0.0, run.id)
+
+
+#: the key of each sort (every key ends with the run id: unique, so rows bisect exactly)
+_SORT_VALUE: dict[SortKey, Callable[[Run, RunState], Any]] = {
+    SortKey.ATTENTION: lambda run, state: (ATTENTION_RANK[state], run.id),
+    SortKey.AGE: _by_age,
+    SortKey.ID: lambda run, state: (run.id,),
+    SortKey.BACKEND: lambda run, state: (run.backend, run.context, run.id),
+    SortKey.PROGRESS: _by_progress,
+    SortKey.UPDATED: lambda run, state: (-run.updated_at.timestamp(), run.id),
+}
+
+
 def sort_value(run: Run, state: RunState, key: SortKey) -> Any:
-    if key is SortKey.ATTENTION:
-        return (ATTENTION_RANK[state], run.id)
-    if key is SortKey.AGE:
-        at = run.heartbeat_at
-        return (at is None, at.timestamp() if at else 0.0, run.id)
-    if key is SortKey.BACKEND:
-        return (run.backend, run.context, run.id)
-    if key is SortKey.PROGRESS:
-        return (run.progress is None, run.progress or 0.0, run.id)
-    if key is SortKey.UPDATED:
-        return (-run.updated_at.timestamp(), run.id)
-    return (run.id,)
+    return _SORT_VALUE[key](run, state)
 
 
 class RunRowIndex:
@@ -83,7 +96,9 @@ class RunRowIndex:
         self.query = FilterQuery()
         self.sort = SortKey.ATTENTION
         self.reverse = False
-        self.visible: list[str] = []
+        self._keys: list[Any] = []  # sort keys of the shown rows, ascending (id last: unique)
+        self._ids: list[str] = []  # their run ids, in the same order
+        self.visible: list[str] = []  # ``_ids``, reversed when ``reverse``
         self.counts: Counter[RunState] = Counter()
         self.generation = 0  # bumped whenever ``visible`` is rebuilt
         #: (run id, new state) since the last ``drain_transitions``; first sight included
@@ -121,41 +136,58 @@ class RunRowIndex:
                 if old is not None:
                     del self.rows[rid]
                     self.counts[old.state] -= 1
-                    reorder = reorder or old.shown
+                    reorder = self._move(old, None) or reorder
                 continue
             row = self._make(run, now)
             self.rows[rid] = row
             if old is None:
                 self.counts[row.state] += 1
                 self.transitions.append((rid, row.state))
-                reorder = reorder or row.shown
-            else:
-                if old.state is not row.state:
-                    self.counts[old.state] -= 1
-                    self.counts[row.state] += 1
-                    self.transitions.append((rid, row.state))
-                if old.key != row.key or old.shown != row.shown:
-                    reorder = True
+            elif old.state is not row.state:
+                self.counts[old.state] -= 1
+                self.counts[row.state] += 1
+                self.transitions.append((rid, row.state))
+            reorder = self._move(old, row) or reorder
         if reorder:
-            self.order()
+            self._publish()
         return reorder
+
+    def _move(self, old: RunRow | None, new: RunRow | None) -> bool:
+        """Take ``old`` out of the shown order and put ``new`` in; True if anything moved."""
+        was = old is not None and old.shown
+        now = new is not None and new.shown
+        if was and now and old.key == new.key:  # type: ignore[union-attr]
+            return False
+        if was:
+            i = bisect_left(self._keys, old.key)  # type: ignore[union-attr]
+            del self._keys[i]
+            del self._ids[i]
+        if now:
+            i = bisect_left(self._keys, new.key)  # type: ignore[union-attr]
+            self._keys.insert(i, new.key)  # type: ignore[union-attr]
+            self._ids.insert(i, new.run.id)  # type: ignore[union-attr]
+        return was or now
 
     def retime(self, now: datetime) -> bool:
         """Re-judge liveness of every live run; True when the visible order was rebuilt."""
         changed = False
         stamp = now.timestamp()
-        for row in self.rows.values():
+        for rid, row in self.rows.items():
             if stamp < row.recheck_at:
                 continue
             state = unified_state(row.run, now)
             row.recheck_at = recheck_at(row.run, state)
             if state is not row.state:
-                row.state = state
-                self._judge(row)
-                self.transitions.append((row.run.id, state))
+                self.counts[row.state] -= 1
+                self.counts[state] += 1
+                judged = RunRow(row.run, state, row.haystack, recheck_at=row.recheck_at)
+                self._judge(judged)
+                self._move(row, judged)
+                self.rows[rid] = judged
+                self.transitions.append((rid, state))
                 changed = True
         if changed:
-            self.order()
+            self._publish()
         return changed
 
     def set_query(self, text: str) -> None:
@@ -168,16 +200,22 @@ class RunRowIndex:
         self.sort = key
         if reverse is not None:
             self.reverse = reverse
+        value = _SORT_VALUE[key]
         for row in self.rows.values():
-            row.key = sort_value(row.run, row.state, key)
+            row.key = value(row.run, row.state)
         self.order()
 
     def order(self) -> None:
+        """Sort every shown row (after a snapshot, a new filter or a new sort key)."""
         rows = self.rows.values()
         self.counts = Counter(row.state for row in rows)
-        shown = [r for r in rows if r.shown]
-        shown.sort(key=attrgetter("key"), reverse=self.reverse)
-        self.visible = [r.run.id for r in shown]
+        shown = sorted((r for r in rows if r.shown), key=attrgetter("key"))
+        self._keys = [r.key for r in shown]
+        self._ids = [r.run.id for r in shown]
+        self._publish()
+
+    def _publish(self) -> None:
+        self.visible = self._ids[::-1] if self.reverse else list(self._ids)
         self.generation += 1
 
     def drain_transitions(self) -> list[tuple[str, RunState]]:

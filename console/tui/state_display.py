@@ -7,10 +7,12 @@ fleet reads in monochrome (``NO_COLOR``) as well as in colour.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from rich.text import Text
 
+from console.liveness import late_margin
 from console.model import RunState
 
 #: order in which states need an operator's attention (the default sort)
@@ -147,6 +149,30 @@ def format_age(seconds: float | None, none: str = "—") -> str:
     if s < 48 * 3600:
         return f"{s // 3600}h"
     return f"{s // 86400}d"
+
+
+def age_bound(seconds: float) -> str:
+    """An upper bound on an age in at most four cells: ``<15s``, ``<2m``, ``<3h``."""
+    s = math.ceil(seconds)
+    for unit, size in (("s", 1), ("m", 60), ("h", 3600)):
+        if math.ceil(s / size) < 100:
+            return f"<{math.ceil(s / size)}{unit}"
+    return f"<{math.ceil(s / 86400)}d"
+
+
+def healthy_beat_bound(age_s: float | None, interval_s: float | None) -> float | None:
+    """The age under which a beat counts as on time (``console.liveness``: the cadence plus
+    its late margin) when ``age_s`` is under it; None for a late beat or no cadence.
+
+    The fleet shows a healthy run's heartbeat age as this bound (``<15s``) instead of the
+    seconds ticking: on a bastion link, 10,000 healthy runs redrawing their age every second
+    is most of what goes over the wire, and it says nothing an operator acts on. Once the
+    beat is past the bound the run turns ``late`` and its age is shown to the second.
+    """
+    if age_s is None or not interval_s or interval_s <= 0:
+        return None
+    bound = interval_s + late_margin(interval_s)
+    return bound if age_s <= bound else None
 
 
 def progress_bar(progress: float | None, width: int, g: GlyphSet) -> str:

@@ -3,7 +3,19 @@
 The table owns no data: it reads a :class:`RunRowIndex` the app keeps current and is told
 what changed (``rows_changed``) once per batch, never per event. The cursor follows a run,
 not a position: when the order changes under it, the selected run keeps its place on
-screen. ``tick()`` (once a second) redraws the visible rows so heartbeat ages advance.
+screen. ``tick()`` (once a second) lets ages advance.
+
+What goes to the terminal is what changed on screen, not what changed in the data: each
+screen line remembers the cells it was drawn with (text and tone per column), and a change
+redraws only the cells whose text or tone differ (a region of the line; Textual writes just
+those segments). A heartbeat that leaves the visible text alone writes nothing; an age that
+moves from ``8s`` to ``9s`` writes six cells, not the line. Over a slow SSH link to a bastion
+this is the difference between a console that keeps up and one that lags.
+
+Invariant: every change to what a line shows (rows, order, clock, cursor, marks, layout) is
+followed, before the next repaint, by a comparison of that line against what it was drawn
+with, or by a full refresh. The clock (``_now``) moves only in ``tick()`` and in full-window
+comparisons, so a repaint never draws an age that no comparison saw.
 """
 
 from __future__ import annotations
@@ -15,9 +27,10 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widgets import Static
 
@@ -26,10 +39,14 @@ from console.terminal_text import terminal_safe
 from console.tui.marks import MARK_GLYPH
 from console.tui.run_columns import GUTTER, SEP, Layout, cell, layout, pad
 from console.tui.run_rows import RunRow, RunRowIndex
-from console.tui.state_display import UNICODE, GlyphSet, format_age, truncate, truncate_middle
+from console.tui.state_display import UNICODE, GlyphSet, truncate, truncate_middle
 from console.tui.widgets.typeahead import FollowFocus
 
 TONES = ("ok", "warn", "bad", "ask", "calm", "done", "dim")
+
+#: what one screen line shows: (cursor on it, marker, ((text, tone) per column))
+LineCells = tuple[bool, str, tuple[tuple[str, str], ...]]
+_BLANK: LineCells = (False, "", ())  # a line below the last row
 
 #: the untruncated foreign text behind a cell, to truncate again once made inert
 _FULL_TEXT: dict[str, Callable[[RunRow], str]] = {
@@ -157,11 +174,11 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self.empty_text = ""  # shown when there is no row (why the table is empty)
         self.marks: Collection[str] = frozenset()  # marked run ids (console/tui/marks.py)
         self._styles: dict[str, Style] = {}
-        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
-        self._line_keys: dict[int, tuple[object, ...]] = {}  # position -> key when drawn
-        self._window: list[str] | None = None  # run ids on screen at the last redraw
-        self._window_top = 0
-        self._window_cursor = 0
+        self._strips: LRUCache[tuple[LineCells, int], Strip] = LRUCache(1024)
+        self._drawn: dict[int, LineCells] = {}  # screen line -> the cells it was drawn with
+        self._spans: list[tuple[int, int]] = []  # x range of each column in the layout
+        self._following = False  # scrolling to keep the selected run in its place
+        self._thumb_stale = False  # the scrollbar's thumb is drawn where it was
 
     # ------------------------------------------------------------------ data in
 
@@ -171,7 +188,7 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._layout = None
         self._strips.clear()
-        self._window = None
+        self._drawn.clear()
         self._scroll_cursor_into_view()
         self.refresh()
 
@@ -183,10 +200,9 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
     def rows_changed(self, changed: set[str] | None, *, reordered: bool) -> None:
         """The index changed: ``changed`` run ids (None: anything), order rebuilt or not.
 
-        Only screen lines whose run changed, or that now show another run, are redrawn:
-        a re-sort that moves nothing on screen writes nothing to the terminal.
+        Only the cells that now read differently are redrawn: a re-sort that moves nothing
+        on screen, or a heartbeat that changes no visible text, writes nothing.
         """
-        self._now = self.clock()
         visible = self.index.visible
         height = self.scrollable_content_region.height
         top = int(self.scroll_offset.y)
@@ -203,56 +219,93 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
             if 0 <= screen_row < max(1, height):
                 want = max(0, min(pos - screen_row, max(0, len(visible) - height)))
                 if want != top:
-                    self.scroll_to(y=want, animate=False, immediate=True)
+                    self._following = True  # the data scrolls the view, not the operator
+                    try:
+                        self.scroll_to(y=want, animate=False, immediate=True)
+                    finally:
+                        self._following = False
             self._scroll_cursor_into_view()
-            self._redraw_window(changed)
+            self._now = self.clock()
+            self.redraw_window()
             if self.selected_id != old_selected:
                 self.post_message(self.Highlighted(self.selected_id))
             return
+        rows = self.index.rows
         for rid in changed:
             pos = self._positions.get(rid)
             if pos is not None and top <= pos < top + height:
-                self.refresh_line(pos)
+                row = rows.get(rid)
+                if row is not None:
+                    self._compare_line(pos, row)
 
-    def _redraw_window(self, changed: set[str] | None) -> None:
-        top = int(self.scroll_offset.y)
-        height = self.scrollable_content_region.height
-        window = self.index.visible[top : top + height]
-        old = self._window
-        if changed is None or old is None or self._window_top != top:
-            self.refresh()
-        else:
-            for i in range(max(len(window), len(old))):
-                rid = window[i] if i < len(window) else None
-                if i >= len(old) or rid is None or old[i] != rid or rid in changed:
-                    self.refresh_line(top + i)
-            if self._window_cursor != self.cursor:
-                self.refresh_line(self._window_cursor)
-                self.refresh_line(self.cursor)
-        self._window, self._window_top, self._window_cursor = window, top, self.cursor
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        self._window = None  # the whole viewport is redrawn by the scroll anyway
-
-    def tick(self) -> None:
-        """Ages move on: redraw the visible rows whose age text changed (and only those)."""
-        self._now = self.clock()
+    def redraw_window(self) -> None:
+        """Compare every line on screen with what it was drawn with; redraw what differs."""
+        if not self.index.visible or self.empty_text:
+            self._drawn.clear()
+            self.refresh()  # an empty table: the line that says why
+            return
         top = int(self.scroll_offset.y)
         height = self.scrollable_content_region.height
         visible = self.index.visible
-        for pos in range(top, min(len(visible), top + height)):
-            row = self.index.rows.get(visible[pos])
-            if row is not None and self._line_keys.get(pos) != self._line_key(row, pos):
+        rows = self.index.rows
+        for pos in range(top, top + height):
+            row = rows.get(visible[pos]) if pos < len(visible) else None
+            if row is not None:
+                self._compare_line(pos, row)
+            elif self._drawn.get(pos - top) != _BLANK:
                 self.refresh_line(pos)
 
-    def _line_key(self, row: RunRow, pos: int) -> tuple[object, ...]:
-        """What a rendered line depends on: the run, its state, the cursor, the age texts."""
-        run = row.run
-        beat = int(run.heartbeat_age_s(self._now) or -1)
-        updated = int((self._now - run.updated_at).total_seconds())
-        return (id(run), row.state, pos == self.cursor, format_age(beat), format_age(updated),
-                run.id in self.marks)
+    def _compare_line(self, pos: int, row: RunRow) -> None:
+        """Refresh the cells of line ``pos`` that differ from what its screen line shows."""
+        cells = self._cells(row, pos)
+        y = pos - int(self.scroll_offset.y)
+        drawn = self._drawn.get(y)
+        if drawn is None or drawn[:2] != cells[:2] or len(drawn[2]) != len(cells[2]):
+            self.refresh_line(pos)
+            return
+        for (x0, x1), old, new in zip(self._spans, drawn[2], cells[2], strict=True):
+            if old != new:
+                self.refresh(Region(x0, y, x1 - x0, 1))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """A scroll redraws only the screen lines that now read differently.
+
+        Textual repaints the whole view on every scroll. Here the cursor follows its run:
+        when runs turn late above it, the view scrolls to keep the selected run in its place,
+        and the lines on screen usually still show the same runs; so lines are compared
+        (they are remembered per screen line, not per row). The scrollbar is repainted only
+        when its thumb moves by a visible step (an eighth of a cell), and for scrolls the data
+        caused (not the operator) at most once a second, from ``tick()``: every cell of the
+        bar is written each time, and under a storm of state changes that adds up.
+        """
+        bar = self.vertical_scrollbar
+        if self.show_vertical_scrollbar:
+            moved = self._thumb_step(new_value) != self._thumb_step(bar.position)
+            if moved and not self._following:
+                bar.position = new_value
+            else:
+                bar.set_reactive(ScrollBar.position, new_value)
+                self._thumb_stale = self._thumb_stale or moved
+        if round(old_value) != round(new_value):
+            self.redraw_window()
+
+    def _thumb_step(self, y: float) -> int:
+        """Where the scrollbar thumb starts, in eighths of a cell (Textual's drawing)."""
+        size = self.scrollable_content_region.height
+        total = self.virtual_size.height
+        if size <= 0 or total <= size:
+            return 0
+        thumb = max(1.0, size / (total / size))
+        return int((size - thumb) * (y / (total - size)) * 8)
+
+    def tick(self) -> None:
+        """Ages move on: redraw the cells whose text changed (and only those)."""
+        self._now = self.clock()
+        if self.index.visible:
+            self.redraw_window()
+        if self._thumb_stale:
+            self._thumb_stale = False
+            self.vertical_scrollbar.refresh()
 
     # ---------------------------------------------------------------- rendering
 
@@ -260,7 +313,33 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if self._layout is None or self._layout.width != width:
             self._layout = layout(width)
+            self._spans = []
+            x = GUTTER
+            last = len(self._layout.columns) - 1
+            for i, (_col, w) in enumerate(self._layout.columns):
+                gap = SEP if i < last else 0
+                self._spans.append((x, x + w + gap))  # a cell and the gap after it
+                x += w + gap
         return self._layout
+
+    def _cells(self, row: RunRow, pos: int) -> LineCells:
+        """What line ``pos`` shows for ``row``: text (padded to its column) and tone."""
+        lay = self._get_layout()
+        g = self.glyphs
+        is_cursor = pos == self.cursor
+        marker = (">" if g.ellipsis == "~" else "▌") if is_cursor else " "
+        if row.run.id in self.marks:
+            marker = MARK_GLYPH  # marked: '*' (the cursor row still shows its cursor style)
+        cells = []
+        for col, w in lay.columns:
+            text, tone = cell(row, col, w, self._now, g, lay.progress_bar)
+            safe = terminal_safe(text)  # names, ids, steps come from agents
+            if safe != text and len(safe) > w:
+                full = _FULL_TEXT.get(col.key)
+                cut = truncate_middle if col.key == "run" else truncate
+                safe = cut(terminal_safe(full(row)) if full else safe, w, g.ellipsis)
+            cells.append((pad(safe, w, col.right), tone))
+        return (is_cursor, marker, tuple(cells))
 
     def render_line(self, y: int) -> Strip:
         self._sync_positions()
@@ -269,49 +348,41 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         visible = self.index.visible
         row = self.index.rows.get(visible[pos]) if pos < len(visible) else None
         if row is None:
+            self._drawn[y] = _BLANK
             if not visible and y == 1 and self.empty_text:
                 text = ("  " + terminal_safe(self.empty_text))[:width].ljust(width)
                 return Strip([Segment(text, self._style("dim"))], width)
             return Strip.blank(width, self.rich_style)
-        key = self._line_key(row, pos)
-        self._line_keys[pos] = key
-        strip = self._strips.get((key, width))
+        cells = self._cells(row, pos)
+        self._drawn[y] = cells
+        strip = self._strips.get((cells, width))
         if strip is None:
-            strip = self._render_row(row, pos == self.cursor, width)
-            self._strips[(key, width)] = strip
+            strip = self._render_cells(cells, width)
+            self._strips[(cells, width)] = strip
         return strip
 
-    def _render_row(self, row: RunRow, is_cursor: bool, width: int) -> Strip:
+    def _render_cells(self, cells: LineCells, width: int) -> Strip:
         self.lines_rendered += 1
-        lay = self._get_layout()
-        g = self.glyphs
+        is_cursor, marker, texts = cells
         style = self._cursor_style if is_cursor else self._style
-        marker = (">" if g.ellipsis == "~" else "▌") if is_cursor else " "
-        if row.run.id in self.marks:
-            marker = MARK_GLYPH  # marked: '*' (the cursor row still shows its cursor style)
         segments = [Segment(marker, style("ask"))]
         used = len(marker)
-        gap = Segment(" " * SEP, style(""))
-        last = len(lay.columns) - 1
-        for i, (col, w) in enumerate(lay.columns):
-            text, tone = cell(row, col, w, self._now, g, lay.progress_bar)
-            safe = terminal_safe(text)  # names, ids, steps come from agents
-            if safe != text and len(safe) > w:
-                full = _FULL_TEXT.get(col.key)
-                cut = truncate_middle if col.key == "run" else truncate
-                safe = cut(terminal_safe(full(row)) if full else safe, w, g.ellipsis)
-            text = safe
-            segments.append(Segment(pad(text, w, col.right), style(tone)))
-            used += w
+        last = len(texts) - 1
+        for i, (text, tone) in enumerate(texts):
             if i < last:
-                segments.append(gap)
-                used += SEP
+                # the gap takes the cell's style: a space reads the same in any colour or
+                # weight (same background), and it saves an escape sequence per cell
+                text += " " * SEP
+            segments.append(Segment(text, style(tone)))
+            used += len(text)
         if used < width:
             segments.append(Segment(" " * (width - used), style("")))
         elif used > width:
             return Strip(segments).crop(0, width)
-        # one escape sequence per run of equal style, not per cell: fewer bytes over SSH
-        return Strip(list(Segment.simplify(segments)), width)
+        # one segment per cell, even where neighbours share a style: a changed cell is
+        # written from the start of its segment (span_update.py), so a merged segment would
+        # drag its neighbours along every time
+        return Strip(segments, width)
 
     def _style(self, tone: str) -> Style:
         """The widget's style + the tone's component style (cached: CSS lookups cost)."""
@@ -372,7 +443,6 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self._scroll_cursor_into_view()
         self.refresh_line(old)
         self.refresh_line(pos)
-        self._window_cursor = pos
         self.post_message(self.Highlighted(self.selected_id))
 
     def select(self, run_id: str) -> bool:
