@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
+import orjson
+
 from console.gateway.protocol import AgentHeartbeat, FrameError, SubscriptionFilter, encode
 from console.gateway.unknown_beats import UnknownBeats
 from console.liveness import late_margin
@@ -132,6 +134,8 @@ class Event(dict[str, Any]):
     def __missing__(self, key: str) -> Any:
         if key == "data" and self.run_ref is not None and self.beat is not None:
             return self._render()
+        if key == "data" and self._full is not None:  # dropped once encoded (see full())
+            return orjson.loads(self._full)["data"]
         raise KeyError(key)
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -152,6 +156,9 @@ class Event(dict[str, Any]):
         """The event as every client without compact beats gets it."""
         if self._full is None:
             self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
+            # the log keeps the encoding, not the objects too (a run's contract is ~3x its
+            # JSON in memory); ``event["data"]`` decodes it again
+            dict.pop(self, "data", None)
         return self._full
 
     def compact(self) -> bytes:
@@ -217,6 +224,7 @@ class Hub:
         self.unknown: UnknownBeats[_Unknown] = UnknownBeats(
             max_runs=MAX_UNKNOWN_RUNS, max_bytes=MAX_UNKNOWN_BYTES)
         self.stale_beats = 0  # beats ignored because a newer one was already accepted
+        self.beats_accepted = 0  # beats merged into known runs
         self.takeovers = 0  # runs whose binding moved to another token
         #: recent beats of the runs that beat most recently (HISTORY_RUNS of them)
         self.history: OrderedDict[str, deque[Heartbeat]] = OrderedDict()
@@ -485,6 +493,7 @@ class Hub:
             self.unknown.put(run_id, _Unknown(beat, owner), size or 512)
             return
         facts = BeatFacts.of(beat)
+        self.beats_accepted += 1
         self._beats[run_id] = facts
         self._beat_seen[run_id] = now
         if owner is not None and bound is not owner:

@@ -26,8 +26,7 @@ from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.commands import CommandExecutor
 from console.gateway.hub import Event, Hub, Reporter, Subscriber
-from console.gateway.journal import JournalPauseLedger
-from console.gateway.journal_store import open_journal
+from console.gateway.journal import Journal, JournalPauseLedger
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.policy_commands import PolicyCommands
 from console.gateway.policy_events import PolicyEvents
@@ -62,9 +61,12 @@ SERVER_NAME = "irq-gateway/0.1"
 HARD_FRAME_LIMIT = 16 * 1024 * 1024  # beyond this websockets closes with 1009
 HELLO_TIMEOUT_S = 10.0  # on / and on /agent
 HANDSHAKE_LOG_INTERVAL_S = 10.0  # refused handshakes: one log line per peer and reason
+# a shared journal: liveness renewed every second, lapsed after a few; orphans looked for
+LIVENESS_RENEW_S, LIVENESS_TTL_S, ADOPT_INTERVAL_S = 1.0, 5.0, 1.0
 SNAPSHOT_REUSE_S = 0.5  # an encoded snapshot serves every client asking within this time
 SNAPSHOT_FRAGMENT = 256 * 1024  # a large snapshot goes out in fragments of this size
-EVENTS_PER_FRAME = 20_000  # at most this many events in one events frame
+EVENTS_PER_FRAME = 5_000  # at most this many events in one events frame
+FRAME_CACHE_BYTES = 32 << 20  # events frames kept for the clients that ask next
 BUDGET_BYTES = 2048  # a heartbeats frame costs one budget frame per 2 KiB (about ten beats)
 
 
@@ -104,8 +106,9 @@ class Gateway:
         # encode once for all clients: events frames by (range, filter, beat form), snapshots
         # by filter (SNAPSHOT_REUSE_S)
         self._frames: OrderedDict[tuple[int, int, str, bool], bytes | None] = OrderedDict()
+        self._frame_bytes = 0
         self._snapshots: dict[str, tuple[float, int, bytes]] = {}
-        self.journal = open_journal(settings.journal_target, owner=settings.owner)
+        self.journal = Journal(settings.journal_path)
         self.obligations = ObligationStore(self.journal)
         self.policy_events = PolicyEvents(self.hub, self.obligations)
         self.hub.snapshot_parts["policy"] = self.policy.summary
@@ -212,6 +215,9 @@ class Gateway:
         for backend in self.backends.values():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(backend.close(), 5)
+        if not self.journal.exclusive:  # a clean stop: peers may adopt what is left at once
+            with contextlib.suppress(Exception):
+                self.journal.retire()
         self.journal.close()
 
     async def _every(self, seconds: float, fn: Any) -> None:
@@ -260,7 +266,17 @@ class Gateway:
             await asyncio.sleep(backend.poll_interval_s)
 
     async def _recovery_loop(self) -> None:
-        """Re-drive journaled intents without outcome once every backend was polled."""
+        """Re-drive journaled intents without outcome once every backend was polled.
+
+        On a shared journal (PostgreSQL) this gateway also renews its liveness every second
+        and keeps looking: the intents of a peer gateway that died (its liveness lapsed) are
+        adopted and re-driven within a few seconds (journal ``adopt``: by exactly one)."""
+        if self.journal.exclusive:
+            await self._redrive_unfinished(until_done=True)
+        else:
+            await asyncio.gather(self._keep_alive(), self._redrive_unfinished(until_done=False))
+
+    async def _redrive_unfinished(self, *, until_done: bool) -> None:
         await asyncio.gather(*(e.wait() for e in self._polled.values()))
         while True:
             try:
@@ -268,9 +284,17 @@ class Gateway:
             except Exception:
                 log.exception("recovery failed")
                 left = 1
-            if left == 0:
+            if left == 0 and until_done:
                 return
-            await asyncio.sleep(5)
+            await asyncio.sleep(5 if left else ADOPT_INTERVAL_S)
+
+    async def _keep_alive(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.journal.renew_liveness, LIVENESS_TTL_S)
+            except Exception:
+                log.exception("renewing this gateway's liveness in the journal failed")
+            await asyncio.sleep(LIVENESS_RENEW_S)
 
     # ----------------------------------------------------------- policy and obligations
 
@@ -395,7 +419,11 @@ class Gateway:
         if hello.since is not None and hello.epoch == self.hub.epoch:
             replay = self.hub.events_since(hello.since)
         if replay is not None:
-            cursor = self.hub.seq  # same tick as the replay: no event falls between
+            # the first frame of the replay now (its replay flag tells the client it is
+            # current up to there), the rest through the flusher, in frames shared with
+            # the clients that resume from the same place
+            replay = replay[:EVENTS_PER_FRAME]
+            cursor = replay[-1].seq if replay else self.hub.seq
             first = self._events_frame(replay, flt, compact, replay=True)
         else:
             cursor, first = self._snapshot_frame(flt)
@@ -408,6 +436,9 @@ class Gateway:
         try:
             await self._send_large(ws, first)
             if sub is not None:
+                if sub.cursor < self.hub.seq:  # the rest of a replay
+                    sub.urgent = True
+                    wake.set()
                 flusher = asyncio.create_task(self._flush(ws, sub, wake))
             async for raw in ws:
                 if not (budget.take() and self._client_budget.take(who.identity)):
@@ -506,8 +537,10 @@ class Gateway:
         frame = self._join(parts, replay) if parts or replay else None
         if not replay:
             self._frames[key] = frame
-            while len(self._frames) > 64:
-                self._frames.popitem(last=False)
+            self._frame_bytes += len(frame or b"")
+            while self._frame_bytes > FRAME_CACHE_BYTES or len(self._frames) > 256:
+                _key, old = self._frames.popitem(last=False)
+                self._frame_bytes -= len(old or b"")
         return frame
 
     def _join(self, parts: list[bytes], replay: bool) -> bytes:
@@ -672,6 +705,8 @@ class Gateway:
                               "max_runs": self.hub.unknown.max_runs,
                               "max_bytes": self.hub.unknown.max_bytes},
             "stale_beats": self.hub.stale_beats,
+            "beats_accepted": self.hub.beats_accepted,
+            "client_resyncs": self.counters["client_resyncs"],
             "takeovers": self.hub.takeovers,
             "runs": len(self.hub.runs),
             "notifications": self.webhooks.stats(),
