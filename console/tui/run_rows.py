@@ -47,6 +47,17 @@ class RunRow:
     key: Any = None
     shown: bool = True
     recheck_at: float = math.inf  # epoch seconds after which silence may change the state
+    #: epoch seconds of the last beat (None: never) and of the last update, for sorting
+    #: (computed once per event, not once per row at every re-sort)
+    beat_ts: float | None = None
+    updated_ts: float = 0.0
+
+
+def make_row(run: Run, state: RunState, haystack: str) -> RunRow:
+    beat = run.heartbeat_at
+    return RunRow(run, state, haystack, recheck_at=recheck_at(run, state),
+                  beat_ts=beat.timestamp() if beat is not None else None,
+                  updated_ts=run.updated_at.timestamp())
 
 
 def recheck_at(run: Run, state: RunState) -> float:
@@ -64,28 +75,29 @@ def recheck_at(run: Run, state: RunState) -> float:
     return min(beat + interval + late_margin(interval), lost_at)
 
 
-def _by_age(run: Run, state: RunState) -> Any:
-    at = run.heartbeat_at
-    return (at is None, at.timestamp() if at else 0.0, run.id)
+def _by_age(row: RunRow) -> Any:
+    at = row.beat_ts
+    return (at is None, at or 0.0, row.run.id)
 
 
-def _by_progress(run: Run, state: RunState) -> Any:
-    return (run.progress is None, run.progress or 0.0, run.id)
+def _by_progress(row: RunRow) -> Any:
+    progress = row.run.progress
+    return (progress is None, progress or 0.0, row.run.id)
 
 
 #: the key of each sort (every key ends with the run id: unique, so rows bisect exactly)
-_SORT_VALUE: dict[SortKey, Callable[[Run, RunState], Any]] = {
-    SortKey.ATTENTION: lambda run, state: (ATTENTION_RANK[state], run.id),
+_SORT_VALUE: dict[SortKey, Callable[[RunRow], Any]] = {
+    SortKey.ATTENTION: lambda row: (ATTENTION_RANK[row.state], row.run.id),
     SortKey.AGE: _by_age,
-    SortKey.ID: lambda run, state: (run.id,),
-    SortKey.BACKEND: lambda run, state: (run.backend, run.context, run.id),
+    SortKey.ID: lambda row: (row.run.id,),
+    SortKey.BACKEND: lambda row: (row.run.backend, row.run.context, row.run.id),
     SortKey.PROGRESS: _by_progress,
-    SortKey.UPDATED: lambda run, state: (-run.updated_at.timestamp(), run.id),
+    SortKey.UPDATED: lambda row: (-row.updated_ts, row.run.id),
 }
 
 
-def sort_value(run: Run, state: RunState, key: SortKey) -> Any:
-    return _SORT_VALUE[key](run, state)
+def sort_value(row: RunRow, key: SortKey) -> Any:
+    return _SORT_VALUE[key](row)
 
 
 class RunRowIndex:
@@ -105,13 +117,12 @@ class RunRowIndex:
         self.transitions: list[tuple[str, RunState]] = []
 
     def _make(self, run: Run, now: datetime) -> RunRow:
-        state = unified_state(run, now)
-        row = RunRow(run, state, haystack_of(run), recheck_at=recheck_at(run, state))
+        row = make_row(run, unified_state(run, now), haystack_of(run))
         self._judge(row)
         return row
 
     def _judge(self, row: RunRow) -> None:
-        row.key = sort_value(row.run, row.state, self.sort)
+        row.key = _SORT_VALUE[self.sort](row)
         row.shown = self.query.empty or self.query.matches(row.run, row.state, row.haystack)
 
     def sync(self, view: FleetView, now: datetime, changed: Iterable[str] | None = None) -> bool:
@@ -180,7 +191,8 @@ class RunRowIndex:
             if state is not row.state:
                 self.counts[row.state] -= 1
                 self.counts[state] += 1
-                judged = RunRow(row.run, state, row.haystack, recheck_at=row.recheck_at)
+                judged = RunRow(row.run, state, row.haystack, recheck_at=row.recheck_at,
+                                beat_ts=row.beat_ts, updated_ts=row.updated_ts)
                 self._judge(judged)
                 self._move(row, judged)
                 self.rows[rid] = judged
@@ -194,7 +206,7 @@ class RunRowIndex:
         self.query = FilterQuery.parse(text)
         for row in self.rows.values():
             self._judge(row)
-        self.order()
+        self.order(count=False)
 
     def set_sort(self, key: SortKey, reverse: bool | None = None) -> None:
         self.sort = key
@@ -202,13 +214,15 @@ class RunRowIndex:
             self.reverse = reverse
         value = _SORT_VALUE[key]
         for row in self.rows.values():
-            row.key = value(row.run, row.state)
-        self.order()
+            row.key = value(row)
+        self.order(count=False)
 
-    def order(self) -> None:
-        """Sort every shown row (after a snapshot, a new filter or a new sort key)."""
+    def order(self, count: bool = True) -> None:
+        """Sort every shown row (after a snapshot, a new filter or a new sort key); the
+        counts per state too, unless ``count`` is False (a new sort changes no state)."""
         rows = self.rows.values()
-        self.counts = Counter(row.state for row in rows)
+        if count:
+            self.counts = Counter(row.state for row in rows)
         shown = sorted((r for r in rows if r.shown), key=attrgetter("key"))
         self._keys = [r.key for r in shown]
         self._ids = [r.run.id for r in shown]

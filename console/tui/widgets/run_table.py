@@ -177,6 +177,10 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self._strips: LRUCache[tuple[LineCells, int], Strip] = LRUCache(1024)
         self._drawn: dict[int, LineCells] = {}  # screen line -> the cells it was drawn with
         self._spans: list[tuple[int, int]] = []  # x range of each column in the layout
+        self._window_compares = 0  # times the whole window was compared (see rows_changed)
+        #: the cells last computed for a position, and what they were computed from: a line
+        #: is compared, then drawn, with the same inputs; computed once
+        self._memo: dict[int, tuple[RunRow, bool, bool, datetime, Layout, LineCells]] = {}
         self._following = False  # scrolling to keep the selected run in its place
         self._thumb_stale = False  # the scrollbar's thumb is drawn where it was
 
@@ -216,6 +220,8 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
             old_selected = self.selected_id
             self.cursor = pos
             self.selected_id = visible[pos] if visible else None
+            self._now = self.clock()
+            compared = self._window_compares
             if 0 <= screen_row < max(1, height):
                 want = max(0, min(pos - screen_row, max(0, len(visible) - height)))
                 if want != top:
@@ -225,8 +231,8 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
                     finally:
                         self._following = False
             self._scroll_cursor_into_view()
-            self._now = self.clock()
-            self.redraw_window()
+            if self._window_compares == compared:  # no scroll compared the window already
+                self.redraw_window()
             if self.selected_id != old_selected:
                 self.post_message(self.Highlighted(self.selected_id))
             return
@@ -240,6 +246,7 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
 
     def redraw_window(self) -> None:
         """Compare every line on screen with what it was drawn with; redraw what differs."""
+        self._window_compares += 1
         if not self.index.visible or self.empty_text:
             self._drawn.clear()
             self.refresh()  # an empty table: the line that says why
@@ -327,8 +334,13 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         lay = self._get_layout()
         g = self.glyphs
         is_cursor = pos == self.cursor
+        marked = row.run.id in self.marks
+        memo = self._memo.get(pos)
+        if (memo is not None and memo[0] is row and memo[1] == is_cursor and memo[2] == marked
+                and memo[3] == self._now and memo[4] is lay):
+            return memo[5]
         marker = (">" if g.ellipsis == "~" else "▌") if is_cursor else " "
-        if row.run.id in self.marks:
+        if marked:
             marker = MARK_GLYPH  # marked: '*' (the cursor row still shows its cursor style)
         cells = []
         for col, w in lay.columns:
@@ -339,7 +351,11 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
                 cut = truncate_middle if col.key == "run" else truncate
                 safe = cut(terminal_safe(full(row)) if full else safe, w, g.ellipsis)
             cells.append((pad(safe, w, col.right), tone))
-        return (is_cursor, marker, tuple(cells))
+        line: LineCells = (is_cursor, marker, tuple(cells))
+        if len(self._memo) > 4 * max(1, self.scrollable_content_region.height):
+            self._memo.clear()
+        self._memo[pos] = (row, is_cursor, marked, self._now, lay, line)
+        return line
 
     def render_line(self, y: int) -> Strip:
         self._sync_positions()
