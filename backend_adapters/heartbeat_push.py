@@ -16,6 +16,9 @@ beats outside it (``out_of_scope``) and beats for a run another token reports
 - first, ``{"type": "hello", "protocol": 1, "client": "irq-agent/0.1"}``
 - then ``{"type": "heartbeat", "backend", "context", "native_id", "seq", "at", "progress",
   "details", "resources", "interval_s", "timeout_s", "in_flight_step", "phase"}``
+- with ``batch=N`` (or ``IRQ_AGENT_BATCH=N``), N > 1: the frames waiting at one send go out
+  as ``{"type": "heartbeats", "beats": [heartbeat, …]}`` of at most N (<= 1000) beats each
+  (a gateway with protocol 1 from before batching answers ``unknown_type``: leave it at 1);
 - the gateway may answer ``{"type": "error", "code", "message"}``: logged (once per code a
   minute, with the count of the ones held back), never fatal.
 
@@ -57,6 +60,8 @@ PROTOCOL = 1
 CLIENT = "irq-agent/0.1"
 ENV_URL = "IRQ_AGENT_URL"
 ENV_TOKEN = "IRQ_AGENT_TOKEN"
+ENV_BATCH = "IRQ_AGENT_BATCH"
+MAX_BATCH = 1000  # beats in one heartbeats frame (the gateway's limit)
 
 FrameKey = tuple[str, str | None, str]
 ERROR_LOG_INTERVAL_S = 60.0  # one warning per error code per interval (a refused fleet is loud)
@@ -122,8 +127,10 @@ class HeartbeatPusher:
         max_pending: int = 1000,
         max_events: int = MAX_EVENTS,
         on_policy: Callable[[dict[str, Any]], None] | None = None,
+        batch: int | None = None,
     ) -> None:
         self._url = url
+        self._batch = max(1, min(MAX_BATCH, batch if batch is not None else _env_batch()))
         self._max_pending = max_pending
         self._token = token
         self._client = client
@@ -343,10 +350,16 @@ class HeartbeatPusher:
             self._pending.clear()
             self._sending = len(batch)
         ws = self._ws
-        for i, (_key, frame) in enumerate(batch):
+        size = self._batch
+        for i in range(0, len(batch), size):
+            chunk = batch[i : i + size]
             try:
                 assert ws is not None
-                ws.send(json.dumps(frame, default=str))
+                if len(chunk) == 1:
+                    ws.send(json.dumps(chunk[0][1], default=str))
+                else:
+                    ws.send(json.dumps({"type": "heartbeats", "beats": [f for _k, f in chunk]},
+                                       default=str))
             except Exception as exc:  # connection lost: keep unsent frames
                 log.info("agent channel lost (%s); reconnecting", exc)
                 with self._cond:
@@ -355,9 +368,9 @@ class HeartbeatPusher:
                     self._sending = 0
                     self._cond.notify_all()
                 return False
-            self.sent += 1
+            self.sent += len(chunk)
             with self._cond:
-                self._sending -= 1
+                self._sending -= len(chunk)
                 self._cond.notify_all()
         return self._send_events()
 
@@ -484,6 +497,13 @@ class HeartbeatPusher:
 _policy_sink: Callable[[dict[str, Any]], None] | None = None
 _last_policy_frame: dict[str, Any] | None = None
 _policy_lock = threading.Lock()
+
+
+def _env_batch() -> int:
+    try:
+        return int(os.environ.get(ENV_BATCH, "1"))
+    except ValueError:
+        return 1
 
 
 def _deliver_policy(frame: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ from console.gateway.auth import Principal, TokenStore, bearer_token, tokens_pat
 from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.commands import CommandExecutor
-from console.gateway.hub import Event, Hub, Reporter, Subscriber
+from console.gateway.hub import Event, Hub, Reporter, Subscriber, lag_decision
 from console.gateway.journal import Journal, JournalPauseLedger
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.policy_commands import PolicyCommands
@@ -555,8 +555,10 @@ class Gateway:
         key = flt.key if flt is not None else ""
         now = time.monotonic()
         cached = self._snapshots.get(key)
-        if cached is not None and now - cached[0] < SNAPSHOT_REUSE_S:
-            return cached[1], cached[2]
+        first = self.hub.log[0]["seq"] if self.hub.log else None
+        if cached is not None and now - cached[0] < SNAPSHOT_REUSE_S and lag_decision(
+                cached[1], self.hub.seq, first, self.hub.max_lag // 2) != "resync":
+            return cached[1], cached[2]  # recent, and the events after it are still logged
         seq = self.hub.seq
         frame = encode(self.hub.snapshot(flt=flt))
         self._snapshots[key] = (now, seq, frame)
