@@ -55,6 +55,7 @@ class GatewayProcess:
     child: ChildProcess | None = None
     starts: int = 0
     kills: int = 0
+    start_failures: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -82,8 +83,24 @@ class GatewayProcess:
             argv += ["--journal", self.journal, "--gateway-id", self.name]
         return argv
 
-    def start(self, timeout_s: float = 60.0) -> float:
-        """Start it and wait until it accepts connections; returns the seconds that took."""
+    def start(self, timeout_s: float = 60.0, attempts: int = 3) -> float:
+        """Start it and wait until it accepts connections; returns the seconds that took.
+
+        A gateway that exits while starting is started again, as a supervisor would (up to
+        ``attempts`` times); each such exit is kept in :attr:`start_failures` with the last
+        line of its log."""
+        began = time.monotonic()
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once(timeout_s)
+                return time.monotonic() - began
+            except RuntimeError as exc:
+                self.start_failures.append(str(exc).strip().splitlines()[-1][:300])
+                if attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout_s: float) -> float:
         began = time.monotonic()
         self.child = ChildProcess(self.name, self.argv(), self.log, cwd=ROOT,
                                   env={"IRQ_HOME": str(self.home)})

@@ -73,6 +73,8 @@ class StormReport:
     delivered_without_applied: int = 0  # received, though the client saw no "applied"
     workflows: Counter[str] = field(default_factory=Counter)
     unsettled: int = 0  # workflows that did not finish (none may be left)
+    #: gateways that exited while (re)starting and were started again: the last log line
+    start_failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -92,6 +94,8 @@ class StormReport:
             "delivered": self.delivered, "lost": self.lost, "doubled": self.doubled,
             "delivered_without_applied": self.delivered_without_applied,
             "workflows": dict(self.workflows), "unsettled_workflows": self.unsettled,
+            "gateway_start_failures": len(self.start_failures),
+            "gateway_start_failure_reasons": sorted(set(self.start_failures)),
             "storm_seconds": round(self.seconds, 1), "notes": self.notes,
         }
 
@@ -485,4 +489,5 @@ async def run_storm(workdir: Path, *, kills: int = 100, journal: str = "postgres
             for t in tasks:
                 t.cancel()
             report.seconds = time.monotonic() - began
+            report.start_failures = [f for gw in gateways for f in gw.start_failures]
     return report
