@@ -39,7 +39,7 @@ screenshots: $(STAMP)
 	$(BIN)/python -m tools.screenshots --out screenshots
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/gateway_heartbeats.py
+	$(BIN)/python benchmarks/gateway_scale.py
 	$(BIN)/python benchmarks/tui_render.py --size 200x50
 	$(BIN)/python benchmarks/tui_render.py --size 80x24
 	$(BIN)/python benchmarks/temporal_observe.py
