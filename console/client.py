@@ -28,8 +28,7 @@ from console.model import (
     utcnow,
 )
 from console.policy.model import Obligation
-
-PROTOCOL_VERSION = 1
+from console.protocol_version import PROTOCOL_VERSION as PROTOCOL_VERSION
 
 
 class GatewayError(Exception):

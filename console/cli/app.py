@@ -37,7 +37,7 @@ def version_line() -> str:
     """``irq 0.1.0 (gateway protocol 1)``: the product, its version, the wire protocol."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from console.gateway.protocol import PROTOCOL_VERSION
+    from console.protocol_version import PROTOCOL_VERSION  # not the gateway's models
 
     try:
         installed = version("irq")
@@ -129,8 +129,10 @@ app.add_typer(notify_app, name="notify", rich_help_panel="Run")
 
 def main() -> None:
     """Console-script entry point: never a traceback unless IRQ_DEBUG is set."""
+    from console.cli.help_import import lean_help_renderer
     from console.cli.wait import bare_wait
 
+    lean_help_renderer()  # help pages and usage errors: typer's renderer, ~40 ms lighter
     try:
         app(prog_name="irq", args=bare_wait(sys.argv[1:]))
     except SystemExit:

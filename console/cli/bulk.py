@@ -17,7 +17,6 @@ differ; a ``--wait`` that timed out exits 7 when every command applied.
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -233,6 +232,8 @@ class _Pacer:
     last: float = field(default=0.0)
 
     async def take(self) -> None:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         while True:
             now = loop.time()
@@ -257,6 +258,8 @@ async def send_in_chunks(
     """Send ``action`` for every target: run actions in commands of <= 50 targets, decisions
     one per command; at most 8 in flight, paced under the command budget; a command the
     gateway rate-limits is sent again after a pause. Results in target order."""
+    import asyncio
+
     from console.client import GatewayError
     from console.model import CommandResult
 

@@ -15,7 +15,6 @@ interrupts, else the full id. Every offered word resolves with ``expand_id``'s s
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import time
@@ -110,6 +109,8 @@ def _connection(ctx: typer.Context) -> Connection | None:
 
 
 def _cache_file(conn: Connection) -> Path:
+    import hashlib  # OpenSSL's: not loaded for --help
+
     from console.config import cache_dir
 
     key = hashlib.sha256(f"{conn.url}\0{conn.token or ''}".encode()).hexdigest()[:24]
@@ -166,7 +167,9 @@ def _fetch(conn: Connection) -> KnownIds:
             await client.close()
 
     try:
-        return asyncio.run(asyncio.wait_for(snapshot(), LOOKUP_CAP_S))
+        from console.cli.session import run_async  # the repr of 10,000 ids costs, see there
+
+        return run_async(asyncio.wait_for(snapshot(), LOOKUP_CAP_S))
     except BaseException:  # noqa: BLE001 - completion never fails loudly (Ctrl-C included)
         return KnownIds()
 

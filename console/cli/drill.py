@@ -9,7 +9,6 @@ resource is held again. The evaluation is :mod:`console.drill_report`.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import defaultdict
 from datetime import datetime
@@ -29,7 +28,14 @@ from console.cli.output import (
     print_table,
     stderr_console,
 )
-from console.cli.session import ContextOption, TokenOption, UrlOption, connection_of, with_gateway
+from console.cli.session import (
+    ContextOption,
+    TokenOption,
+    UrlOption,
+    connection_of,
+    run_async,
+    with_gateway,
+)
 
 if TYPE_CHECKING:
     from console.client import FleetView, GatewayClient
@@ -88,7 +94,7 @@ def drill_command(
     from console.client import GatewayError
 
     try:
-        results = asyncio.run(run_drill(conn, template, targets, timeout))
+        results = run_async(run_drill(conn, template, targets, timeout))
     except GatewayError as exc:
         fail_from_error(exc)
     emit(output, {"results": [r.as_json() for r in results]}, lambda: _render(results))
@@ -138,6 +144,8 @@ def select_runs(view: FleetView, filter_: str | None, count: int) -> list[Run]:
 async def run_drill(
     conn: Connection, template: str, targets: list[Run], timeout: float
 ) -> list[DrillResult]:
+    import asyncio
+
     from console.client import GatewayClient
     from console.drill_report import evaluate
 
@@ -168,6 +176,8 @@ async def _journal(client: GatewayClient, run_id: str) -> list[JournalStep]:
 
 async def _preempt(argv: list[str]) -> str | None:
     """Run the preempt command (no shell); None when it succeeded, else why not."""
+    import asyncio
+
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -192,6 +202,8 @@ async def _preempt(argv: list[str]) -> str | None:
 async def _drill_one(
     client: GatewayClient, template: str, run: Run, timeout: float
 ) -> Observation:
+    import asyncio
+
     from console.drill_report import Observation
     from console.model import RunState, utcnow
     from console.preempt_template import preempt_argv
@@ -245,6 +257,8 @@ async def _settled(
 ) -> tuple[list[JournalStep], Run | None]:
     """The journal once the step that was in flight has completed again (or the deadline),
     read again after a short settle so a step re-run right after it is seen too."""
+    import asyncio
+
     in_flight = {s.name for s in before if s.status == "in_flight"}
     limit = min(deadline, time.monotonic() + 30)
     while time.monotonic() < limit:

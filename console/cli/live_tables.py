@@ -18,7 +18,6 @@ start exits 6 (later outages are shown in the header while it reconnects).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sys
@@ -121,6 +120,8 @@ def render_screen(spec: TableSpec, view: FleetView, url: str,
 
 def watch_table(conn: Connection, spec: TableSpec, output: OutputFormat) -> None:
     """Run the live table until ctrl-c; see the module docstring for the output rules."""
+    import asyncio
+
     if output is OutputFormat.JSON:
         fail(ExitCode.USAGE, "--watch does not end, so it has no single JSON document",
              hint="use -o jsonl for one JSON line per change")

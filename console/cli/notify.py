@@ -8,16 +8,24 @@ gateway's notification settings from ``irq serve --webhook`` / ``--notify-config
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from console.cli.exits import ExitCode, fail
 from console.cli.output import OutputFormat, OutputOption, emit, esc, make_table, print_table
-from console.cli.session import ContextOption, TokenOption, UrlOption, connection_of, with_gateway
-from console.notify_config import NotifySettings, WebhookConfig, load_notify_file
+from console.cli.session import (
+    ContextOption,
+    TokenOption,
+    UrlOption,
+    connection_of,
+    run_async,
+    with_gateway,
+)
+
+if TYPE_CHECKING:  # pydantic models: imported when a command needs them, not for --help
+    from console.notify_config import NotifySettings
 
 notify_app = typer.Typer(help="Notifications: webhooks from the gateway.", no_args_is_help=True)
 
@@ -25,6 +33,8 @@ notify_app = typer.Typer(help="Notifications: webhooks from the gateway.", no_ar
 def notify_settings(webhooks: list[str], config_file: Path | None) -> NotifySettings:
     """``irq serve``'s notification settings: the file's ``[notify]``, plus each --webhook
     (JSON body, every event kind)."""
+    from console.notify_config import NotifySettings, WebhookConfig, load_notify_file
+
     try:
         settings = load_notify_file(config_file) if config_file else NotifySettings()
         extra = [WebhookConfig(url=url) for url in webhooks]
@@ -49,7 +59,7 @@ def notify_test_command(
 ) -> None:
     """Send a test notification (through the gateway's webhooks, or to --webhook)."""
     if webhook is not None:
-        results = asyncio.run(_direct(webhook, "slack" if slack else "json"))
+        results = run_async(_direct(webhook, "slack" if slack else "json"))
     else:
         conn = connection_of(ctx, url, token, context)
 
@@ -70,6 +80,7 @@ def notify_test_command(
 
 async def _direct(url: str, fmt: str) -> list[dict[str, Any]]:
     from console.gateway.webhooks import Webhooks
+    from console.notify_config import NotifySettings, WebhookConfig
 
     try:
         hook = WebhookConfig(url=url, format=fmt)  # type: ignore[arg-type]

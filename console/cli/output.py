@@ -138,9 +138,29 @@ def _json_escape(match: re.Match[str]) -> str:
 
 def dumps(obj: Any, *, indent: int | None = None) -> str:
     """JSON, readable (non-ASCII stays as it is) but with nothing a terminal acts on."""
-    return UNSAFE_IN_BLOCK.sub(
-        _json_escape, json.dumps(obj, indent=indent, default=str, ensure_ascii=False)
-    )
+    return UNSAFE_IN_BLOCK.sub(_json_escape, _json_text(obj, indent))
+
+
+def _json_text(obj: Any, indent: int | None) -> str:
+    """Exactly ``json.dumps(obj, indent=indent, default=str, ensure_ascii=False)``, faster.
+
+    With an indent, the standard library encodes in pure Python (its C encoder has none on
+    3.11): ``irq runs -o json`` at 10,000 runs is a 10 MB document and took 0.2-0.3 s to
+    encode. orjson writes the same two-space layout in ~0.01 s, but formats some values its own
+    way (floats under 1e-4, NaN, plain Enum members, datetimes, big ints...). So its text is
+    used only when its compact form equals the C encoder's compact form, value for value
+    (~0.06 s): then the indented texts are equal too. Anything else takes the standard path.
+    """
+    if indent == 2:
+        try:
+            import orjson
+
+            compact = json.dumps(obj, separators=(",", ":"), default=str, ensure_ascii=False)
+            if orjson.dumps(obj, default=str).decode() == compact:
+                return orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2).decode()
+        except Exception:  # noqa: BLE001 - not importable, or a value it refuses: the stdlib
+            pass
+    return json.dumps(obj, indent=indent, default=str, ensure_ascii=False)
 
 
 def print_json(obj: Any) -> None:

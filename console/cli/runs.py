@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sys
@@ -630,6 +629,8 @@ def watch_command(
     context: ContextOption = None,
 ) -> None:
     """Stream events as JSON lines until interrupted; reconnects and resumes without gaps."""
+    import asyncio
+
     from console.client import GatewayError, GatewayUnreachable, LiveSession, Unauthorized
 
     conn = connection_of(ctx, url, token, context)

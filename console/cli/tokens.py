@@ -8,7 +8,6 @@ open connections are closed within a second).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from enum import StrEnum
@@ -120,6 +119,8 @@ def token_create_command(
         token = create_token(Role(role.value), name, scopes=scopes, ttl_s=ttl_s)
     except (OSError, ValueError) as exc:
         fail(ExitCode.FAILED, f"cannot create a token in {path}: {exc}")
+    import hashlib  # OpenSSL's: not loaded for --help
+
     digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
     stored = next((e for e in _token_entries(path) if e.get("sha256") == digest), {})
     identity = stored.get("identity", name)

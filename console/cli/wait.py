@@ -16,7 +16,6 @@ Targets still short of their effect when the time is up are ``timed out`` (exit 
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -191,6 +190,8 @@ async def wait_for_effects(
     client: GatewayClient, action: str, targets: Iterable[str], timeout_s: float
 ) -> list[Waited]:
     """Watch the client's subscription until every target shows its effect or time is up."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     start = loop.time()
     pending = list(dict.fromkeys(targets))
@@ -255,6 +256,7 @@ def print_waits(waited: list[Waited], fmt: OutputFormat) -> None:
 
 def with_live_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitable[T]]) -> T:
     """Like ``with_gateway`` but subscribed: the view follows the gateway's events."""
+    from console.cli.session import run_async
     from console.client import GatewayClient, GatewayError
 
     async def session() -> T:
@@ -266,7 +268,7 @@ def with_live_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitabl
             await client.close()
 
     try:
-        return asyncio.run(session())
+        return run_async(session())
     except GatewayError as exc:
         fail_from_error(exc)
 
