@@ -205,15 +205,27 @@ class CommandExecutor:
         return result
 
     def _redrive(self, row: CommandRow) -> bool:
-        """Whether a retry under a known key re-drives it: only an intent a crash left
-        (not one this gateway is executing right now)."""
-        return row.status == "intent" and (row.key, row.target) not in self._inflight
+        """Whether a retry under a known key re-drives it: only an intent a crash left (not
+        one this gateway is executing right now, nor one a live peer gateway owns)."""
+        return (row.status == "intent" and (row.key, row.target) not in self._inflight
+                and self.journal.adopt(row))
 
     async def _call(self, key: str, target: str, run: Run, backend: Backend, action: Action,
                     who: Principal, reason: str, the_plan: ActionPlan) -> CommandResult:
+        """The backend call and what follows it, in flight (``_inflight``) until it returns:
+        the caller settles with no await in between, so recovery never re-drives it."""
+        self._inflight.add((key, target))
+        try:
+            return await self._call_backend(key, target, run, backend, action, who, reason,
+                                            the_plan)
+        finally:
+            self._inflight.discard((key, target))
+
+    async def _call_backend(self, key: str, target: str, run: Run, backend: Backend,
+                            action: Action, who: Principal, reason: str,
+                            the_plan: ActionPlan) -> CommandResult:
         base: dict[str, Any] = {"id": key, "action": action.value, "target": target,
                                 "plan": the_plan}
-        self._inflight.add((key, target))
         sent_at = self.hub.clock()
         try:
             outcome = await asyncio.wait_for(
@@ -229,8 +241,6 @@ class CommandExecutor:
         except Exception as exc:  # an adapter bug must not take the gateway down
             return CommandResult(**base, outcome="failed", error="internal",
                                  detail=f"{type(exc).__name__}: {exc}")
-        finally:
-            self._inflight.discard((key, target))
         if action in (Action.PAUSE, Action.CANCEL):
             released = {r.id for r in the_plan.resources_released}
             self.hub.expect_release(run.id, action.value, released, self.release_verify_s,
@@ -443,11 +453,14 @@ class CommandExecutor:
     # -------------------------------------------------------------------------- recovery
 
     async def recover(self) -> int:
-        """Re-drive commands whose intent was journaled but whose outcome was not (a crash).
+        """Re-drive commands whose intent was journaled but whose outcome was not (a crash):
+        this gateway's, and on a shared journal those of a peer that died (adopted).
 
         Returns how many are still unfinished (their backend was unreachable)."""
         left = 0
         for row in self.journal.unfinished():
+            if (row.key, row.target) in self._inflight or not self.journal.adopt(row):
+                continue  # executing here right now, or another gateway took it
             who = Principal(row.identity, Role(row.role))
             if "decision" in row.payload:
                 done = await self._recover_decision(row, who)
@@ -467,7 +480,7 @@ class CommandExecutor:
         result = await self._deliver(row.key, intr, decision, backend, who)
         if result.error == "unreachable":  # intent and claim stay for the next attempt
             return False
-        result.detail = f"{result.detail} (re-driven after a gateway restart)".strip()
+        result.detail = f"{result.detail} ({self._redriven(row)})".strip()
         self._settle(who, row.reason, result, claimed=True)
         return True
 
@@ -495,9 +508,15 @@ class CommandExecutor:
         else:
             result = await self._call(row.key, row.target, run, backend, action, who, row.reason,
                                       the_plan)
-            result.detail = f"{result.detail} (re-driven after a gateway restart)".strip()
+            result.detail = f"{result.detail} ({self._redriven(row)})".strip()
         self._settle(who, row.reason, result)
         return True
+
+    def _redriven(self, row: CommandRow) -> str:
+        """How the audit says who re-drove a command (``row`` as read before adoption)."""
+        if not row.owner or row.owner == self.journal.owner:
+            return "re-driven after a gateway restart"
+        return f"re-driven by gateway {self.journal.owner} for gateway {row.owner}, which stopped"
 
     def _backend_by_run_id(self, run_id: str) -> Backend | None:
         head = run_id.split("/", 1)[0]

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from console.gateway.journal_sql import SCHEMA, SqlJournal
+from console.gateway.journal_sql import ADDED_COLUMNS, SCHEMA, SqlJournal
 from console.gateway.journal_store import (
     CommandRow,
     DecisionClaim,
@@ -77,10 +77,11 @@ class SqliteJournal(SqlJournal):
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=10000")
-        with self.transaction() as tx:  # a journal from before ``owner`` existed
+        with self.transaction() as tx:  # a journal from before these columns existed
             have = {r[1] for r in tx.execute("PRAGMA table_info(commands)").fetchall()}
-            if have and "owner" not in have:
-                tx.execute("ALTER TABLE commands ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+            for name, spec in ADDED_COLUMNS:
+                if have and name not in have:
+                    tx.execute(f"ALTER TABLE commands ADD COLUMN {name} {spec}")
         self.create_tables(SCHEMA)
 
     def close(self) -> None:

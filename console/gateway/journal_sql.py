@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -42,7 +43,8 @@ SCHEMA = (
     detail TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
     finished_at TEXT,
-    owner TEXT NOT NULL DEFAULT '',  -- the gateway that wrote the intent
+    owner TEXT NOT NULL DEFAULT '',  -- the gateway that wrote (or adopted) the intent
+    attempt INTEGER NOT NULL DEFAULT 0,  -- bumped by each adoption for a re-drive
     PRIMARY KEY (key, target)
 )""",
     "CREATE INDEX IF NOT EXISTS commands_status ON commands(status)",
@@ -72,10 +74,17 @@ SCHEMA = (
     detail TEXT NOT NULL DEFAULT ''
 )""",
     "CREATE INDEX IF NOT EXISTS audit_target ON audit(target)",
+    """CREATE TABLE IF NOT EXISTS gateways (
+    owner TEXT PRIMARY KEY,           -- a gateway sharing the journal (--gateway-id)
+    expires_at {float} NOT NULL       -- alive until then (epoch seconds, the database's clock)
+)""",
 )
 
+#: columns added after the first release, for journals created before them
+ADDED_COLUMNS = (("owner", "TEXT NOT NULL DEFAULT ''"), ("attempt", "INTEGER NOT NULL DEFAULT 0"))
+
 _COMMAND_COLUMNS = ("key", "target", "action", "identity", "role", "reason", "payload", "plan",
-                    "status", "error", "detail", "created_at", "owner")
+                    "status", "error", "detail", "created_at", "owner", "attempt")
 _CLAIM_COLUMNS = ("interrupt_id", "command_key", "kind", "identity", "at", "status")
 _AUDIT_COLUMNS = ("at", "identity", "role", "action", "target", "reason", "outcome", "plan",
                   "command_id", "detail")
@@ -167,12 +176,38 @@ class SqlJournal:
     def unfinished(self) -> list[CommandRow]:
         sql = f"SELECT {', '.join(_COMMAND_COLUMNS)} FROM commands WHERE status='intent'"
         args: tuple[Any, ...] = ()
-        if not self.exclusive:  # shared: only the intents this gateway wrote
-            sql += " AND owner=?"
-            args = (self.owner,)
         with self.transaction() as tx:
+            if not self.exclusive:  # shared: this gateway's intents and those of dead ones
+                sql += (" AND (owner=? OR owner NOT IN (SELECT owner FROM gateways WHERE"
+                        " expires_at > ?))")
+                args = (self.owner, self.now(tx))
             rows = tx.execute(sql + " ORDER BY created_at", args).fetchall()
         return [_command_row(r) for r in rows]
+
+    def adopt(self, row: CommandRow) -> bool:
+        if self.exclusive:
+            return True
+        with self.transaction() as tx:
+            cur = tx.execute(
+                "UPDATE commands SET owner=?, attempt=attempt+1 WHERE key=? AND target=? AND"
+                " status='intent' AND attempt=? AND (owner=? OR owner NOT IN (SELECT owner FROM"
+                " gateways WHERE expires_at > ?))",
+                (self.owner, row.key, row.target, row.attempt, self.owner, self.now(tx)))
+            return cur.rowcount == 1
+
+    def renew_liveness(self, ttl_s: float) -> None:
+        with self.transaction() as tx:
+            tx.execute("INSERT INTO gateways (owner, expires_at) VALUES (?, ?) ON CONFLICT"
+                       " (owner) DO UPDATE SET expires_at=excluded.expires_at",
+                       (self.owner, self.now(tx) + ttl_s))
+
+    def retire(self) -> None:
+        with self.transaction() as tx:
+            tx.execute("DELETE FROM gateways WHERE owner=?", (self.owner,))
+
+    def now(self, tx: JournalTx) -> float:
+        """Epoch seconds for liveness (PostgreSQL: the database's clock, shared by all)."""
+        return time.time()
 
     def decision(self, interrupt_id: str) -> DecisionClaim | None:
         with self.transaction() as tx:
@@ -254,7 +289,7 @@ def _command_row(row: Sequence[Any]) -> CommandRow:
         role=d["role"], reason=d["reason"], payload=json.loads(d["payload"] or "{}"),
         plan=json.loads(d["plan"]) if d["plan"] else None, status=d["status"], error=d["error"],
         detail=d["detail"], created_at=datetime.fromisoformat(d["created_at"]),
-        owner=d["owner"] or "",
+        owner=d["owner"] or "", attempt=int(d["attempt"] or 0),
     )
 
 

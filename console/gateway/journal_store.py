@@ -17,7 +17,7 @@ two column types that differ spelled through :func:`column_types`.
 
 Implementations: SQLite (journal.py, the embedded default; one gateway per file) and
 PostgreSQL (postgres_journal.py; several gateways share one database, decision claims are
-settled by its unique constraint). :func:`open_journal` picks one from ``irq serve --journal``.
+settled by its unique constraint). journal_engines.py opens one from ``irq serve --journal``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ class CommandRow:
     error: str | None
     detail: str
     created_at: datetime
-    owner: str = ""  # the gateway that wrote the intent (re-drives it after a restart)
+    owner: str = ""  # the gateway that wrote (or adopted) the intent and may re-drive it
+    attempt: int = 0  # bumped by every re-drive that adopts the intent (compare-and-set)
 
 
 @dataclass
@@ -158,7 +159,21 @@ class JournalStore(Protocol):
     def command(self, key: str, target: str) -> CommandRow | None: ...
 
     def unfinished(self) -> list[CommandRow]:
-        """This gateway's intents without an outcome, oldest first."""
+        """Intents without an outcome this gateway may re-drive, oldest first: its own, and on
+        a shared journal those of gateways whose liveness lapsed (they died)."""
+        ...
+
+    def adopt(self, row: CommandRow) -> bool:
+        """Take ``row`` (an unfinished intent) for a re-drive: True for exactly one gateway,
+        and only while the row is unchanged and its owner is this gateway or dead."""
+        ...
+
+    def renew_liveness(self, ttl_s: float) -> None:
+        """This gateway is alive for ``ttl_s`` more seconds (peers adopt its intents after)."""
+        ...
+
+    def retire(self) -> None:
+        """A clean stop: peers may adopt this gateway's intents at once."""
         ...
 
     def decision(self, interrupt_id: str) -> DecisionClaim | None: ...
@@ -202,21 +217,6 @@ def redacted(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def open_journal(where: str | Path, *, owner: str = "") -> JournalStore:
-    """A PostgreSQL journal for a ``postgresql://`` URL, else the SQLite file at ``where``."""
-    if is_postgres_url(where):
-        try:
-            from console.gateway.postgres_journal import PostgresJournal
-        except ImportError as exc:
-            raise JournalUnavailable(
-                f"a PostgreSQL journal needs psycopg ({exc}): pip install 'irq[postgres]'"
-            ) from None
-        return PostgresJournal(str(where), owner=owner)
-    from console.gateway.journal import SqliteJournal
-
-    return SqliteJournal(Path(where), owner=owner)
 
 
 @contextlib.contextmanager

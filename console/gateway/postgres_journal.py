@@ -8,6 +8,9 @@ The tables and transactions are journal_sql.py's, the same as on SQLite. What Po
   intent, so of two gateways deciding one interrupt exactly one writes an intent (and
   delivers); the other's ``begin`` sees the first one's claim and answers ``conflict``;
 - each gateway re-drives only the intents it wrote (``commands.owner``), never a live peer's;
+  each renews its liveness (``gateways.expires_at``, on the database's clock) every second,
+  and the intents of one whose liveness lapsed (it died) are adopted by a peer: adoption is a
+  compare-and-set on ``commands.attempt``, so exactly one gateway re-drives an intent;
 - the schema is created idempotently under an advisory lock, so gateways may start together.
 
 One connection per gateway, used under a lock (every call is one short transaction, as on
@@ -26,9 +29,10 @@ from urllib.parse import urlsplit
 import psycopg
 import psycopg.errors
 
-from console.gateway.journal_sql import SCHEMA, SqlJournal
+from console.gateway.journal_sql import ADDED_COLUMNS, SCHEMA, SqlJournal
 from console.gateway.journal_store import (
     Dialect,
+    JournalTx,
     JournalUnavailable,
     column_types,
     duplicates_as,
@@ -66,10 +70,9 @@ class PostgresJournal(SqlJournal):
         self.owner = owner
         self._lock = threading.Lock()
         self._conn = self._connect()
-        self.create_tables(SCHEMA)
-        with self.transaction() as tx:  # a journal from before ``owner`` existed
-            tx.execute("ALTER TABLE commands ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL"
-                       " DEFAULT ''")
+        self.create_tables([*SCHEMA, *(  # and a journal from before these columns existed
+            f"ALTER TABLE commands ADD COLUMN IF NOT EXISTS {name} {spec}"
+            for name, spec in ADDED_COLUMNS)])
 
     def _connect(self) -> psycopg.Connection[Any]:
         try:
@@ -92,6 +95,10 @@ class PostgresJournal(SqlJournal):
                 self._conn = self._connect()
             with self._conn.transaction():
                 yield _PostgresTx(self._conn)
+
+    def now(self, tx: JournalTx) -> float:
+        """The database's clock: gateways on machines whose clocks differ agree on liveness."""
+        return float(tx.execute("SELECT extract(epoch from clock_timestamp())").fetchone()[0])
 
     def create_tables(self, statements: Sequence[str]) -> None:
         types = column_types(self.dialect)

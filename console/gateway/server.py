@@ -26,7 +26,8 @@ from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.commands import CommandExecutor
 from console.gateway.hub import Event, Hub, Reporter, Subscriber, lag_decision
-from console.gateway.journal import Journal, JournalPauseLedger
+from console.gateway.journal import JournalPauseLedger
+from console.gateway.journal_engines import open_journal
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.policy_commands import PolicyCommands
 from console.gateway.policy_events import PolicyEvents
@@ -108,7 +109,7 @@ class Gateway:
         self._frames: OrderedDict[tuple[int, int, str, bool], bytes | None] = OrderedDict()
         self._frame_bytes = 0
         self._snapshots: dict[str, tuple[float, int, bytes]] = {}
-        self.journal = Journal(settings.journal_path)
+        self.journal = open_journal(settings.journal_target, owner=settings.owner)
         self.obligations = ObligationStore(self.journal)
         self.policy_events = PolicyEvents(self.hub, self.obligations)
         self.hub.snapshot_parts["policy"] = self.policy.summary

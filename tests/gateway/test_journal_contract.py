@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from console.gateway.approval_store import ApprovalStore, RecordedCommand
+from console.gateway.journal_engines import open_journal
 from console.gateway.journal_store import (
     Intent,
     JournalStore,
     JournalTx,
     Settlement,
-    open_journal,
     redacted,
 )
 from console.gateway.obligation_store import ObligationStore
@@ -204,18 +204,33 @@ def test_approvals_and_obligations_live_in_either_journal(open_one: OpenJournal)
     assert [d["call_id"] for d in store.decisions("dbos:x/r1")] == ["c1"]
 
 
-def test_unfinished_intents_of_a_shared_journal_belong_to_their_gateway(open_one: OpenJournal):
+def test_unfinished_intents_belong_to_their_live_gateway_and_one_peer_adopts_a_dead_ones(
+        open_one: OpenJournal):
     a = open_one("gw-a")
     if a.exclusive:  # SQLite: one gateway per journal, it re-drives every intent
         assert a.begin(intent("k", "dbos:x/r1")).status == "new"
-        assert [r.key for r in a.unfinished()] == ["k"]
+        [row] = a.unfinished()
+        assert row.key == "k" and a.adopt(row) and a.adopt(row)
         return
-    b = open_one("gw-b")
+    b, c = open_one("gw-b"), open_one("gw-c")
+    for journal in (a, b, c):
+        journal.renew_liveness(30)
     a.begin(intent("ka", "dbos:x/r1"))
     b.begin(intent("kb", "dbos:x/r2"))
     assert [r.key for r in a.unfinished()] == ["ka"]
     assert [r.key for r in b.unfinished()] == ["kb"]
     assert b.begin(intent("ka", "dbos:x/r1")).status == "replay"  # keys are global
+    [theirs] = b.unfinished()
+    assert not c.adopt(a.unfinished()[0])  # a is alive: its intent is not for the taking
+    b.retire()  # b stops (or its liveness lapses): a and c both see its intent
+    assert [r.key for r in a.unfinished()] == ["ka", "kb"]
+    assert [r.key for r in c.unfinished()] == ["kb"]
+    assert [c.adopt(theirs), a.adopt(theirs)] == [True, False]  # exactly one re-drives it
+    adopted = c.command("kb", "dbos:x/r2")
+    assert adopted is not None and (adopted.owner, adopted.attempt) == ("gw-c", 1)
+    assert [r.key for r in a.unfinished()] == ["ka"]
+    a.renew_liveness(-1)  # lapsed
+    assert [r.key for r in c.unfinished()] == ["ka", "kb"]  # oldest first
 
 
 def test_two_gateways_racing_for_one_interrupt_get_one_claim_and_one_conflict(

@@ -27,6 +27,7 @@ class CrashableGateway:
         self.url = f"ws://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.log = home / "gateway.log"
+        self.owner = f"{socket.gethostname()}:{self.port}"  # its name in a shared journal
         self.tokens = {r: create_token(Role(r), f"{r}-1", home) for r in ("operator", "admin")}
 
     def start(self, crash_at: str | None = None) -> None:
