@@ -266,7 +266,8 @@ def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
         for _ in range(max(3, args.presses // 3)):
             help_lat.append(term.press_and_wait(b"?", b"Keys: fleet"))
             term.run_for(0.3)
-            term.press_and_wait(b"\x1b", b"sort ")
+            # back on the fleet: the summary's count (the help itself says "sort ")
+            term.press_and_wait(b"\x1b", f"{args.runs}/{args.runs}".encode())
             term.run_for(0.3)
         os.write(master, b"\x11")  # ctrl+q
         term.run_for(1.0)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -63,6 +65,43 @@ def reference() -> Group:
     return Group(Text(""), filters, Text(""), commands)
 
 
+class RenderedOnce:
+    """A Rich renderable drawn once per width: Textual measures and renders a screen's
+    content several times while it lays out a new screen, and the reference tables never
+    change (the keys change only between openings)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+        self._lines: dict[int, list[list[Segment]]] = {}
+
+    def _render(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        lines = self._lines.get(options.max_width)
+        if lines is None:
+            lines = console.render_lines(self.renderable, options, pad=False)
+            self._lines[options.max_width] = lines
+        return lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        new_line = Segment.line()
+        for line in self._render(console, options):
+            yield from line
+            yield new_line
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
+
+
+_REFERENCE: RenderedOnce | None = None
+
+
+def reference_once() -> RenderedOnce:
+    """The filter and ``:`` command reference, rendered once per width for the process."""
+    global _REFERENCE
+    if _REFERENCE is None:
+        _REFERENCE = RenderedOnce(reference())
+    return _REFERENCE
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [
         Binding("escape,question_mark,q", "close", "close", id="help_close"),
@@ -88,8 +127,8 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="dialog"):
             yield Static(Text(f"Keys: {self.title_text}   (esc closes)", style="bold"))
             with VerticalScroll(id="help-body"):
-                yield Static(keys_table(self.rows), id="help-keys")
-                yield Static(reference(), id="help-reference")
+                yield Static(RenderedOnce(keys_table(self.rows)), id="help-keys")
+                yield Static(reference_once(), id="help-reference")
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()
