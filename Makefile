@@ -40,8 +40,7 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/gateway_scale.py
-	$(BIN)/python benchmarks/tui_render.py --size 200x50
-	$(BIN)/python benchmarks/tui_render.py --size 80x24
+	$(BIN)/python benchmarks/tui_render.py  # 80x24 and 200x50 -> benchmarks/results/tui.json
 	$(BIN)/python benchmarks/temporal_observe.py
 	$(BIN)/python benchmarks/policy_guard.py
 	$(BIN)/python benchmarks/temporal_dead_worker.py
