@@ -361,15 +361,26 @@ def _wait_port(port: int) -> None:
 
 
 def _stats(url: str, token: str) -> dict[str, Any]:
+    for attempt in range(10):
+        try:
+            return _stats_once(url, token)
+        except (TimeoutError, OSError):
+            if attempt == 9:
+                raise
+            time.sleep(1.0)  # the gateway is indexing the runs of its first poll
+    raise AssertionError("unreachable")
+
+
+def _stats_once(url: str, token: str) -> dict[str, Any]:
     from websockets.sync.client import connect
 
     with connect(url, additional_headers={"Authorization": f"Bearer {token}"},
-                 max_size=None, open_timeout=30) as ws:
+                 max_size=None, open_timeout=60) as ws:
         ws.send(json.dumps({"type": "hello", "protocol": 1, "subscribe": False,
                             "filter": {"kinds": ["backend"]}}))
         ws.send(json.dumps({"type": "query", "id": "s", "what": "stats"}))
         while True:
-            frame = json.loads(ws.recv(timeout=30))
+            frame = json.loads(ws.recv(timeout=60))
             if frame.get("type") == "answer":
                 return dict(frame["data"])
 

@@ -256,6 +256,7 @@ class Hub:
             sub.wake()
         for listener in self.listeners:
             listener(event)
+        event.full()  # encoded now, and only the encoding stays in the log
         return event
 
     def _publish_beat(self, run: Run, now: datetime) -> None:
@@ -370,16 +371,18 @@ class Hub:
             if beat.resources is not None:
                 update["resources"] = list(beat.resources)
             update["in_flight_step"] = beat.in_flight_step
-        merged = observed.model_copy(update=update)
+        merged = _copy_run(observed, update)
+        fields = merged.__dict__  # set directly: pydantic's setattr grows a set per run
         check = self.release_checks.get(run_id)
         if merged.state in (RunState.PAUSED, RunState.CANCELLED) and check is not None:
             # the backend already says so; the agent has not confirmed its release yet
-            merged.state = RunState.PAUSING if check.action == "pause" else RunState.CANCELLING
+            fields["state"] = (RunState.PAUSING if check.action == "pause"
+                               else RunState.CANCELLING)
         else:
-            merged.state = unified_state(merged, now)
+            fields["state"] = unified_state(merged, now)
         # every run of every backend: the adapter's own warnings, then the recoverability
         # warnings its facts imply (facts merged from the agent's beats included)
-        merged.warnings = [*observed.warnings, *recoverability_warnings(merged)]
+        fields["warnings"] = [*observed.warnings, *recoverability_warnings(merged)]
         return merged
 
     def _refresh(self, run_id: str, now: datetime) -> None:
@@ -388,9 +391,9 @@ class Hub:
             return
         old = self.runs.get(run_id)
         if old is not None and old.state != merged.state:
-            merged.updated_at = now  # the unified state changed here, not in the backend
+            merged.__dict__["updated_at"] = now  # the unified state changed here
         elif old is not None and old.updated_at > merged.updated_at:
-            merged.updated_at = old.updated_at
+            merged.__dict__["updated_at"] = old.updated_at
         self.runs[run_id] = merged
         self._schedule(merged)
         if merged.state.terminal:
@@ -738,6 +741,19 @@ def _as_decided(intr: Interrupt, claim: Any) -> Interrupt:
         "decision": DecisionRecord(kind=claim.kind, by=claim.identity, at=claim.at,
                                    command_id=claim.command_key),
     })
+
+
+def _copy_run(run: Run, update: dict[str, Any]) -> Run:
+    """``run.model_copy(update=update)`` without its cost in memory: the copy shares the
+    original's set of explicitly set fields (the hub never dumps with exclude_unset)."""
+    new = Run.__new__(Run)
+    fields = dict(run.__dict__)
+    fields.update(update)
+    object.__setattr__(new, "__dict__", fields)
+    object.__setattr__(new, "__pydantic_fields_set__", run.__pydantic_fields_set__)
+    object.__setattr__(new, "__pydantic_extra__", run.__pydantic_extra__)
+    object.__setattr__(new, "__pydantic_private__", run.__pydantic_private__)
+    return new
 
 
 def _differs(a: Run, b: Run) -> bool:

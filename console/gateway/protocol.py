@@ -383,7 +383,10 @@ def encode(obj: Any) -> bytes:
     already writes a non-finite float as null. What orjson refuses (an integer beyond 64
     bits, a key that is not a string) goes through the standard library."""
     try:
-        return orjson.dumps(obj, default=str)
+        out = orjson.dumps(obj, default=str)
+        # orjson's bytes keep the capacity of its write buffer (~8 KiB even for a short
+        # event): a copy of a small one is its own size, for the event log's sake
+        return bytes(memoryview(out)) if len(out) < 65536 else out
     except TypeError:
         pass
     try:
