@@ -101,7 +101,7 @@ class StormReport:
 
 
 @contextlib.contextmanager
-def postgres_journal(root: Path) -> Iterator[str]:
+def postgres_journal() -> Iterator[str]:
     """A private PostgreSQL server (tests/adapters/postgres_server.py: the pgserver wheel's
     binaries, a temp dir, a free port), yielding the journal URL; stopped by its pid."""
     import shutil
@@ -114,11 +114,12 @@ def postgres_journal(root: Path) -> Iterator[str]:
     import os
     import tempfile
 
-    base = Path(tempfile.mkdtemp(prefix="irq-chaos-pg-", dir=root))
+    # in the system's temp dir, not the caller's: pytest's tmp dirs are private to root
+    # (0700) and, as root, the server runs as nobody (as in the postgres_server fixture)
+    base = Path(tempfile.mkdtemp(prefix="irq-chaos-pg-"))
     process: subprocess.Popen[bytes] | None = None
     try:
         if run_as.user is not None:
-            os.chmod(root, 0o755)
             os.chown(base, run_as.user, run_as.group or -1)
         bin_dir = pg._bin_dir(install, base, run_as)
         subprocess.run(
@@ -433,7 +434,7 @@ async def run_storm(workdir: Path, *, kills: int = 100, journal: str = "postgres
     report = StormReport(journal=journal, gateways=2 if journal == "postgresql" else 1)
     workdir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        journal_url = (stack.enter_context(postgres_journal(workdir))
+        journal_url = (stack.enter_context(postgres_journal())
                        if journal == "postgresql" else "")
         temporal = DevServer(workdir / "temporal")
         temporal.start()

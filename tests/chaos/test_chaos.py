@@ -1,4 +1,5 @@
-"""A short cut of the chaos suite (``make chaos`` runs the full one: benchmarks/chaos.py).
+"""A short cut of the chaos suite (``make chaos`` runs the full one: benchmarks/chaos.py); the
+storm here, too, runs two gateways on one PostgreSQL journal.
 
 Real gateway processes, real agents on DBOS over SQLite and on Temporal's dev server; the
 verdict on decisions is read from the agents' own records (tests/chaos/storm.py)."""
@@ -45,7 +46,7 @@ async def test_connections_that_never_say_hello_do_not_keep_legit_clients_out(
 @pytest.mark.timeout(900)
 async def test_gateway_sigkilled_during_a_decision_storm_loses_and_doubles_nothing(
         tmp_path: Path) -> None:
-    report = await run_storm(tmp_path, kills=5, journal="sqlite", outstanding=3, deciders=2,
+    report = await run_storm(tmp_path, kills=5, journal="postgresql", outstanding=3, deciders=2,
                              min_up_s=1.0, drain_s=90, max_storm_s=300)
     result = report.as_dict()
     assert report.kills == 5, result
