@@ -292,31 +292,41 @@ class Hub:
         return events
 
     def snapshot(self, now: datetime | None = None,
-                 flt: SubscriptionFilter | None = None) -> dict[str, Any]:
-        """The whole state (or what ``flt`` admits of it) at ``seq``."""
+                 flt: SubscriptionFilter | None = None, *,
+                 with_runs: bool = True) -> dict[str, Any]:
+        """The whole state (or what ``flt`` admits of it) at ``seq``; ``with_runs=False``:
+        ``runs`` empty (the server encodes them in chunks: :meth:`admitted_runs`)."""
         now = now or self.clock()
-        runs: Any = self.runs.values()
-        interrupts: Any = self.interrupts.values()
-        backends: Any = self.backends.values()
-        if flt is not None:
-            contexts = set(flt.contexts) if flt.contexts is not None else None
-            kinds = set(flt.kinds) if flt.kinds is not None else None
-            runs = [] if kinds is not None and "run" not in kinds else [
-                r for r in runs if contexts is None or f"{r.backend}:{r.context}" in contexts]
-            interrupts = [] if kinds is not None and "interrupt" not in kinds else [
-                i for i in interrupts
-                if contexts is None or i.run_id.split("/", 1)[0] in contexts]
-            backends = [] if kinds is not None and "backend" not in kinds else [
-                b for b in backends if contexts is None or b.key in contexts]
+        runs, interrupts, backends = self._admitted(flt)
         return {
             "type": "snapshot",
             "epoch": self.epoch,
             "seq": self.seq,
-            "runs": [r.contract(now) for r in runs],
+            "runs": [r.contract(now) for r in runs] if with_runs else [],
             "interrupts": [i.contract(now) for i in interrupts],
             "backends": [b.contract(now) for b in backends],
             **{key: part() for key, part in self.snapshot_parts.items()},
         }
+
+    def admitted_runs(self, flt: SubscriptionFilter | None = None) -> list[Run]:
+        return self._admitted(flt)[0]
+
+    def _admitted(self, flt: SubscriptionFilter | None
+                  ) -> tuple[list[Run], list[Interrupt], list[BackendHealth]]:
+        runs = list(self.runs.values())
+        interrupts = list(self.interrupts.values())
+        backends = list(self.backends.values())
+        if flt is None:
+            return runs, interrupts, backends
+        contexts = set(flt.contexts) if flt.contexts is not None else None
+        kinds = set(flt.kinds) if flt.kinds is not None else None
+        runs = [] if kinds is not None and "run" not in kinds else [
+            r for r in runs if contexts is None or f"{r.backend}:{r.context}" in contexts]
+        interrupts = [] if kinds is not None and "interrupt" not in kinds else [
+            i for i in interrupts if contexts is None or i.run_id.split("/", 1)[0] in contexts]
+        backends = [] if kinds is not None and "backend" not in kinds else [
+            b for b in backends if contexts is None or b.key in contexts]
+        return runs, interrupts, backends
 
     # ------------------------------------------------------------------------ backends
 

@@ -66,6 +66,7 @@ HANDSHAKE_LOG_INTERVAL_S = 10.0  # refused handshakes: one log line per peer and
 LIVENESS_RENEW_S, LIVENESS_TTL_S, ADOPT_INTERVAL_S = 1.0, 5.0, 1.0
 SNAPSHOT_REUSE_S = 0.5  # an encoded snapshot serves every client asking within this time
 SNAPSHOT_FRAGMENT = 256 * 1024  # a large snapshot goes out in fragments of this size
+SNAPSHOT_CHUNK = 500  # runs encoded between two turns of the event loop
 EVENTS_PER_FRAME = 5_000  # at most this many events in one events frame
 FRAME_CACHE_BYTES = 32 << 20  # events frames kept for the clients that ask next
 BUDGET_BYTES = 2048  # a heartbeats frame costs one budget frame per 2 KiB (about ten beats)
@@ -109,6 +110,7 @@ class Gateway:
         self._frames: OrderedDict[tuple[int, int, str, bool], bytes | None] = OrderedDict()
         self._frame_bytes = 0
         self._snapshots: dict[str, tuple[float, int, bytes]] = {}
+        self._building: dict[str, asyncio.Future[tuple[int, bytes]]] = {}
         self.journal = open_journal(settings.journal_target, owner=settings.owner)
         self.obligations = ObligationStore(self.journal)
         self.policy_events = PolicyEvents(self.hub, self.obligations)
@@ -427,7 +429,7 @@ class Gateway:
             cursor = replay[-1].seq if replay else self.hub.seq
             first = self._events_frame(replay, flt, compact, replay=True)
         else:
-            cursor, first = self._snapshot_frame(flt)
+            cursor, first = await self._snapshot_frame(flt)
         if hello.subscribe:
             sub = Subscriber(wake=wake.set, cursor=cursor, filter=flt, compact_beats=compact)
             self.hub.subscribers.add(sub)
@@ -512,7 +514,7 @@ class Gateway:
                 if events is None:
                     sub.resyncs += 1
                     self.counters["client_resyncs"] += 1
-                    sub.cursor, snapshot = self._snapshot_frame(sub.filter)
+                    sub.cursor, snapshot = await self._snapshot_frame(sub.filter)
                     await self._send_large(ws, snapshot)
                     continue
                 if not events:
@@ -550,9 +552,10 @@ class Gateway:
             head += b'"replay":true,'
         return head + b'"events":[' + b",".join(parts) + b"]}"
 
-    def _snapshot_frame(self, flt: SubscriptionFilter | None) -> tuple[int, bytes]:
+    async def _snapshot_frame(self, flt: SubscriptionFilter | None) -> tuple[int, bytes]:
         """(seq, encoded snapshot): one encoding serves every client with the same filter
-        for SNAPSHOT_REUSE_S (the events after its seq follow it)."""
+        for SNAPSHOT_REUSE_S (the events after its seq follow it), and clients asking while
+        it is being built wait for that build (a reconnect storm builds it once)."""
         key = flt.key if flt is not None else ""
         now = time.monotonic()
         cached = self._snapshots.get(key)
@@ -560,12 +563,32 @@ class Gateway:
         if cached is not None and now - cached[0] < SNAPSHOT_REUSE_S and lag_decision(
                 cached[1], self.hub.seq, first, self.hub.max_lag // 2) != "resync":
             return cached[1], cached[2]  # recent, and the events after it are still logged
-        seq = self.hub.seq
-        frame = encode(self.hub.snapshot(flt=flt))
-        self._snapshots[key] = (now, seq, frame)
-        for old in [k for k, v in self._snapshots.items() if now - v[0] >= SNAPSHOT_REUSE_S]:
+        building = self._building.get(key)
+        if building is None:
+            building = asyncio.ensure_future(self._build_snapshot(flt))
+            self._building[key] = building
+            building.add_done_callback(lambda _f: self._building.pop(key, None))
+        seq, frame = await asyncio.shield(building)
+        self._snapshots[key] = (time.monotonic(), seq, frame)
+        for old in [k for k, v in self._snapshots.items()
+                    if time.monotonic() - v[0] >= SNAPSHOT_REUSE_S]:
             del self._snapshots[old]
         return seq, frame
+
+    async def _build_snapshot(self, flt: SubscriptionFilter | None) -> tuple[int, bytes]:
+        """The snapshot at the current seq, its runs encoded in chunks of SNAPSHOT_CHUNK
+        with the event loop let through between them: 100,000 runs take over a second of
+        CPU, which must not stop the agents and the other clients. A run changed during the
+        build is encoded as it is then; the events after ``seq`` follow anyway."""
+        now = self.hub.clock()
+        head = self.hub.snapshot(now, flt, with_runs=False)
+        runs = self.hub.admitted_runs(flt)
+        parts: list[bytes] = []
+        for i in range(0, len(runs), SNAPSHOT_CHUNK):
+            parts.extend(encode(r.contract(now)) for r in runs[i:i + SNAPSHOT_CHUNK])
+            await asyncio.sleep(0)
+        frame = encode(head).replace(b'"runs":[]', b'"runs":[' + b",".join(parts) + b"]", 1)
+        return int(head["seq"]), frame
 
     async def _send_large(self, ws: Any, frame: bytes | None) -> None:
         """A frame; a large one in fragments, so a slow reader holds one fragment in the
