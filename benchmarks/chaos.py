@@ -31,12 +31,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.chaos.freeze import run_freezes  # noqa: E402
+from tests.chaos.freeze import run_freezes, run_postgres_restart  # noqa: E402
 from tests.chaos.fuzz import run_fuzz  # noqa: E402
 from tests.chaos.silent import run_silent  # noqa: E402
 from tests.chaos.storm import run_storm  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "chaos.json"
+#: what describes one run of this script rather than a scenario
+META = ("started_at", "host", "cpus", "load_avg_at_start", "total_seconds", "load_avg_at_end")
 
 
 def _journal_choice(requested: str) -> str:
@@ -85,6 +87,10 @@ ROWS: list[tuple[str, Any, Any]] = [
      lambda r: f"frozen {r['backend_frozen_s']} s, reachable {r['backend_reachable_again_after_s']}"
      f" s after the thaw; lost {r['backend_freeze_lost']}, doubled "
      f"{r['backend_freeze_doubled']}"),
+    ("PostgreSQL restarted: decision after", lambda r: r["decision_after_postgres_restart"],
+     lambda r: f"down {r['postgres_down_s']} s; gateway survived "
+     f"{r['gateway_survived_postgres_restart']}; lost {r['postgres_restart_lost']}, doubled "
+     f"{r['postgres_restart_doubled']}"),
     ("gateway frozen: agents' beats back after s", lambda r: r["agents_back_after_s"],
      lambda r: f"frozen {r['gateway_frozen_s']} s; lost {r['gateway_freeze_lost']}, doubled "
      f"{r['gateway_freeze_doubled']}"),
@@ -119,6 +125,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
          lambda: run_silent(work, squatters=args.squatters)),
         ("freeze", "Temporal dev server SIGSTOPped 15 s, gateway SIGSTOPped 25 s",
          lambda: run_freezes(work)),
+        ("pgrestart", "the journal's PostgreSQL stopped 5 s while a decision is sent",
+         lambda: run_postgres_restart(work)),
         ("storm", f"{args.kills} SIGKILLs ({journal} journal)",
          lambda: run_storm(work / "storm", kills=args.kills, journal=journal,
                            max_storm_s=args.max_storm_s)),
@@ -151,14 +159,18 @@ def main() -> int:
     parser.add_argument("--journal", choices=["auto", "postgresql", "sqlite"], default="auto")
     parser.add_argument("--max-storm-s", type=float, default=540.0)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--scenarios", default="fuzz,silent,freeze,storm",
-                        help="comma-separated subset of fuzz,silent,freeze,storm")
+    parser.add_argument("--scenarios", default="fuzz,silent,freeze,pgrestart,storm",
+                        help="comma-separated subset of fuzz,silent,freeze,pgrestart,storm")
     parser.add_argument("--merge", action="store_true",
                         help="update the figures of these scenarios in an existing --out file")
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
-    if args.merge and args.out.exists():
-        result = {**json.loads(args.out.read_text()), **result}
+    if args.merge and args.out.exists():  # the earlier run's header stays; this one is listed
+        earlier = json.loads(args.out.read_text())
+        header = {k: result.pop(k) for k in META}
+        header["scenarios"] = args.scenarios
+        result = {**earlier, **result,
+                  "merged_runs": [*earlier.get("merged_runs", []), header]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(_table(result))
@@ -167,7 +179,9 @@ def main() -> int:
         "lost", "doubled", "crashes", "unanswered_pings", "fuzz_unclear_errors",
         "legit_failures", "bystander_unanswered", "bystander_closed", "gave_up",
         "backend_freeze_lost", "backend_freeze_doubled", "gateway_freeze_lost",
-        "gateway_freeze_doubled")) or any(k.endswith("_error") for k in result)
+        "gateway_freeze_doubled", "postgres_restart_lost", "postgres_restart_doubled")) or any(
+        k.endswith("_error") for k in result) or result.get(
+        "gateway_survived_postgres_restart") is False
     return 1 if bad else 0
 
 

@@ -158,6 +158,98 @@ def make_tokens(home: Path, *, clients: int = 1, agents: int = 1,
     }
 
 
+# -------------------------------------------------------------------------- PostgreSQL
+
+
+@dataclass
+class JournalPostgres:
+    """A private PostgreSQL server for the gateways' shared journal, from the ``pgserver``
+    wheel's binaries (as tests/adapters/postgres_server.py finds and runs them), in a temp dir
+    of its own, on one port for its whole life: :meth:`restart` brings it back where the
+    gateways' ``--journal`` URL points."""
+
+    port: int = field(default_factory=free_port)
+    base: Path | None = None
+    process: Any = None
+    restarts: int = 0
+    _bin: Path | None = None
+    _run_as: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/irq_journal"
+
+    def start(self) -> None:
+        import subprocess
+        import tempfile
+
+        from tests.adapters import postgres_server as pg
+
+        self._run_as = pg._run_as()
+        # the system's temp dir, not the caller's: pytest's tmp dirs are private to root
+        # (0700) and, as root, the server runs as nobody (as in the postgres_server fixture)
+        self.base = Path(tempfile.mkdtemp(prefix="irq-chaos-pg-"))
+        if self._run_as.user is not None:
+            os.chown(self.base, self._run_as.user, self._run_as.group or -1)
+        self._bin = pg._bin_dir(pg.packaged_install(), self.base, self._run_as)
+        subprocess.run(
+            [str(self._bin / "initdb"), "-D", str(self.base / "data"), "-U", pg.PG_USER,
+             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
+            cwd=self.base, env=pg._env(), stdin=subprocess.DEVNULL, capture_output=True,
+            timeout=120, check=True, **self._run_as.popen_kwargs())  # fmt: skip
+        self._postmaster()
+        import psycopg
+
+        with psycopg.connect(host="127.0.0.1", port=self.port, user=pg.PG_USER,
+                             dbname="postgres", autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "irq_journal"')
+
+    def _postmaster(self, timeout_s: float = 30.0) -> None:
+        import subprocess
+
+        import psycopg
+
+        from tests.adapters import postgres_server as pg
+
+        assert self.base is not None and self._bin is not None
+        options = [f"-c{k}={v}" for k, v in pg.FAST.items()]
+        with (self.base / "postgres.log").open("ab") as out:
+            self.process = subprocess.Popen(
+                [str(self._bin / "postgres"), "-D", str(self.base / "data"), "-p",
+                 str(self.port), "-k", str(self.base), *options],
+                cwd=self.base, env=pg._env(), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                **self._run_as.popen_kwargs())
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                psycopg.connect(host="127.0.0.1", port=self.port, user=pg.PG_USER,
+                                dbname="postgres", connect_timeout=1).close()
+                return
+            except psycopg.OperationalError:
+                time.sleep(0.05)
+        raise RuntimeError("PostgreSQL did not start: "
+                           + (self.base / "postgres.log").read_text(errors="replace")[-2000:])
+
+    def shutdown(self) -> None:
+        """Fast shutdown of the postmaster by its pid (connections are cut)."""
+        from tests.adapters import postgres_server as pg
+
+        if self.process is not None:
+            pg._stop(self.process)
+
+    def restart(self) -> None:
+        self.shutdown()
+        self._postmaster()
+        self.restarts += 1
+
+    def stop(self) -> None:
+        import shutil
+
+        self.shutdown()
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
 # ------------------------------------------------------------------------------ DBOS
 
 

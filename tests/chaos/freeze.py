@@ -235,3 +235,71 @@ async def run_freezes(workdir: Path, *, backend_freeze_s: float = 15.0,
                       gateway_freeze_s: float = 25.0) -> FreezeReport:
     report = await run_backend_freeze(workdir, freeze_s=backend_freeze_s)
     return await run_gateway_freeze(workdir, report, freeze_s=gateway_freeze_s)
+
+
+@dataclass
+class PostgresRestartReport:
+    down_s: float = 0.0
+    decision_while_down: str = ""  # what the client was answered while the journal was down
+    gateway_survived: bool = False
+    decided_after_restart: str = ""  # the same key, once PostgreSQL is back
+    postgres_restart_lost: int = 0
+    postgres_restart_doubled: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"postgres_down_s": round(self.down_s, 1),
+                "decision_while_postgres_down": self.decision_while_down,
+                "gateway_survived_postgres_restart": self.gateway_survived,
+                "decision_after_postgres_restart": self.decided_after_restart,
+                "postgres_restart_lost": self.postgres_restart_lost,
+                "postgres_restart_doubled": self.postgres_restart_doubled}
+
+
+async def run_postgres_restart(workdir: Path, *, down_s: float = 5.0) -> PostgresRestartReport:
+    """The shared journal's PostgreSQL stopped (fast shutdown) while an operator decides, then
+    started again on the same port: the decision, re-sent with its key, reaches the agent
+    once, and the gateway never exits."""
+    from tests.chaos.fleet import JournalPostgres
+    from tests.support.dbos_record import settled_record
+
+    report = PostgresRestartReport()
+    with contextlib.ExitStack() as stack:
+        pg = JournalPostgres()
+        pg.start()
+        stack.callback(pg.stop)
+        home = workdir / "pgrestart-home"
+        tokens = make_tokens(home, clients=1, scopes=["dbos:local"])
+        dbos = DBOSWorkerProcess(workdir / "pgrestart-dbos", executor_id="pgr-w1")
+        gw = GatewayProcess(home, [dbos.backend_url], name="pgrestart-gw", journal=pg.url)
+        gw.start()
+        stack.callback(gw.stop)
+        dbos.start()
+        stack.callback(dbos.stop)
+        wid = f"pgr-{uuid.uuid4().hex[:6]}"
+        await asyncio.to_thread(dbos.enqueue, [(wid, approval_plan(1))])
+        token = tokens["operator"][0]
+        async with GatewayClient(gw.url, token, open_timeout=10) as client:
+            await _until(lambda: any(i.run_id.endswith("/" + wid)
+                                     for i in client.view.pending_interrupts()), client, 60)
+            iid = next(i.id for i in client.view.pending_interrupts()
+                       if i.run_id.endswith("/" + wid))
+            await asyncio.to_thread(pg.shutdown)
+            down_at = time.monotonic()
+            key = f"pgr-{uuid.uuid4().hex}"
+            try:
+                res = (await asyncio.wait_for(client.command(
+                    Action.DECIDE, [iid], key=key,
+                    decision=Decision(kind=DecisionKind.APPROVE)), 30))[0]
+                report.decision_while_down = f"{res.outcome}/{res.error}: {res.detail}"[:200]
+            except (TimeoutError, GatewayError) as exc:
+                report.decision_while_down = f"{type(exc).__name__}: {exc}"[:200]
+            await asyncio.sleep(max(0.0, down_s - (time.monotonic() - down_at)))
+        await asyncio.to_thread(pg._postmaster)
+        report.down_s = time.monotonic() - down_at
+        report.gateway_survived = gw.alive()
+        report.decided_after_restart = await _decide_once(gw, token, iid, key)
+        record = await settled_record(dbos.db, wid, timeout_s=60)
+        sent = [m for m in record.sent if isinstance(m["message"], dict)]
+        report.postgres_restart_lost = 0 if sent else 1
+        report.postgres_restart_doubled = 1 if len(sent) > 1 else 0
+    return report

@@ -35,6 +35,7 @@ from console.model import Action, Decision, DecisionKind
 from tests.chaos.fleet import (
     DBOSWorkerProcess,
     GatewayProcess,
+    JournalPostgres,
     approval_plan,
     idle_plan,
     make_tokens,
@@ -102,42 +103,14 @@ class StormReport:
 
 @contextlib.contextmanager
 def postgres_journal() -> Iterator[str]:
-    """A private PostgreSQL server (tests/adapters/postgres_server.py: the pgserver wheel's
-    binaries, a temp dir, a free port), yielding the journal URL; stopped by its pid."""
-    import shutil
-    import subprocess
-
-    from tests.adapters import postgres_server as pg
-
-    install = pg.packaged_install()
-    run_as = pg._run_as()
-    import os
-    import tempfile
-
-    # in the system's temp dir, not the caller's: pytest's tmp dirs are private to root
-    # (0700) and, as root, the server runs as nobody (as in the postgres_server fixture)
-    base = Path(tempfile.mkdtemp(prefix="irq-chaos-pg-"))
-    process: subprocess.Popen[bytes] | None = None
+    """A private PostgreSQL server (:class:`~tests.chaos.fleet.JournalPostgres`), yielding the
+    journal URL; stopped by its pid."""
+    server = JournalPostgres()
     try:
-        if run_as.user is not None:
-            os.chown(base, run_as.user, run_as.group or -1)
-        bin_dir = pg._bin_dir(install, base, run_as)
-        subprocess.run(
-            [str(bin_dir / "initdb"), "-D", str(base / "data"), "-U", pg.PG_USER,
-             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
-            cwd=base, env=pg._env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
-            check=True, **run_as.popen_kwargs(),  # type: ignore[call-overload]
-        )  # fmt: skip
-        process, port = pg._start(bin_dir, run_as, base / "data", base / "postgres.log")
-        server = pg.PostgresServer("127.0.0.1", port, pg.PG_USER, "irq_journal", base / "data",
-                                   process.pid, bin_dir)
-        with server.connect("postgres", autocommit=True) as conn:
-            conn.execute('CREATE DATABASE "irq_journal"')
-        yield server.url()
+        server.start()
+        yield server.url
     finally:
-        if process is not None:
-            pg._stop(process)
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
 
 
 def _wid(run_id: str) -> str:

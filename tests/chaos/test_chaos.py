@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.freeze import run_freezes
+from tests.chaos.freeze import run_freezes, run_postgres_restart
 from tests.chaos.fuzz import run_fuzz
 from tests.chaos.silent import run_silent
 from tests.chaos.storm import run_storm
@@ -66,3 +66,13 @@ async def test_frozen_backend_and_frozen_gateway_are_shown_recover_and_lose_noth
     assert report.agents_back_after_s is not None, result  # the agents pushed again
     assert report.backend_freeze_lost == report.backend_freeze_doubled == 0, result
     assert report.gateway_freeze_lost == report.gateway_freeze_doubled == 0, result
+
+
+@pytest.mark.timeout(300)
+async def test_journal_postgres_restarted_while_deciding_loses_and_doubles_nothing(
+        tmp_path: Path) -> None:
+    report = await run_postgres_restart(tmp_path, down_s=3.0)
+    result = report.as_dict()
+    assert report.gateway_survived, result
+    assert report.decided_after_restart == "applied", result
+    assert report.postgres_restart_lost == report.postgres_restart_doubled == 0, result
