@@ -266,12 +266,15 @@ def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
         for _ in range(max(3, args.presses // 3)):
             help_lat.append(term.press_and_wait(b"?", b"Keys: fleet"))
             term.run_for(0.3)
-            # back on the fleet: the summary's count (the help itself says "sort ")
+            # back on the fleet: the summary's count (the help itself says "sort "); then a
+            # pause, so the next '?' cannot reach a help screen still closing
             term.press_and_wait(b"\x1b", f"{args.runs}/{args.runs}".encode())
-            term.run_for(0.3)
+            term.run_for(1.0)
         os.write(master, b"\x11")  # ctrl+q
-        term.run_for(1.0)
-        child.wait(30)
+        deadline = time.monotonic() + 30
+        while child.poll() is None and time.monotonic() < deadline:
+            term.pump(0.05)  # keep reading: a child blocked writing to a full pty never exits
+        child.wait(1)
     finally:
         if child.poll() is None:
             child.kill()
