@@ -28,6 +28,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -50,6 +51,7 @@ from backend_adapters.base import (  # noqa: E402
 from console.model import Action, Run  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gateway.json"
+SNAPSHOT_HEAD = re.compile(r'\{"type":"snapshot","epoch":"([^"]*)","seq":(\d+)')
 INTERVAL_S = 5.0  # every run beats about every runs/rate seconds; announced cadence
 TIMEOUT_S = 12.0  # late after 7.5 s of silence, lost after 12 s
 SILENCE_WINDOW_S = 15.0  # a rotating slice of runs is silent for this long
@@ -163,9 +165,20 @@ def _agents(url: str, token: str, runs: int, rate: int, seconds: float, conns: i
     from websockets.asyncio.client import connect
 
     async def one(k: int) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                await session(k, end)
+            except (ConnectionClosed, OSError) as exc:  # counted by the gateway's ingest
+                print(f"agent connection {k} lost ({exc}); reconnecting", file=sys.stderr)
+                await asyncio.sleep(0.5)
+
+    async def session(k: int, end: float) -> None:
         headers = {"Authorization": f"Bearer {token}"}
         async with connect(url + "/agent", additional_headers=headers, max_size=None,
-                           compression=None) as ws:
+                           compression=None, open_timeout=60) as ws:
             await ws.send(json.dumps({"type": "hello", "protocol": 1}))
             reader = asyncio.create_task(_drain(ws))
             per_frame = 100
@@ -173,7 +186,7 @@ def _agents(url: str, token: str, runs: int, rate: int, seconds: float, conns: i
             start = time.monotonic()
             i, sent = k, 0
             seq = int(time.time() * 1000)
-            while time.monotonic() - start < seconds:
+            while time.monotonic() < end:
                 window = int(time.time() / SILENCE_WINDOW_S) % SILENT_EVERY
                 at = datetime.now(UTC).isoformat()
                 beats = []
@@ -243,6 +256,14 @@ class Client:
 
         try:
             async for raw in self.ws:
+                if len(raw) > (1 << 20) and '"type":"snapshot"' in raw[:64]:
+                    # a client of this benchmark needs only the snapshot's epoch and seq:
+                    # decoding 100,000 runs in each of 50 clients would measure the clients
+                    head = SNAPSHOT_HEAD.match(raw)
+                    assert head is not None
+                    self._frame({"type": "snapshot", "epoch": head[1], "seq": int(head[2])},
+                                time.time())
+                    continue
                 self._frame(orjson.loads(raw), time.time())
         except ConnectionClosed:
             pass
@@ -301,8 +322,17 @@ def _clients(url: str, token: str, counts: list[int], seconds: float, storm: boo
         for count in counts:
             while len(clients) < count:
                 client = Client(url, token)
+                if clients:
+                    # the others resume from the first one's place (a replay, not a
+                    # snapshot each: 50 copies of 100,000 runs would measure this process)
+                    client.epoch, client.seq = clients[0].epoch, clients[0].seq
                 await client.connect()
                 clients.append(client)
+                if len(clients) == 1:
+                    t0 = time.monotonic()
+                    while client.snapshots == 0 and time.monotonic() - t0 < 120:
+                        await asyncio.sleep(0.05)
+                    out.put(("snapshot", time.monotonic() - t0))
             await asyncio.sleep(2.0)  # every new client has its snapshot
             for c in clients:
                 c.latencies.clear()
@@ -454,6 +484,7 @@ def main() -> None:
     phases: dict[int, dict[str, Any]] = {}
     storm: dict[str, Any] = {}
     started: dict[int, tuple[float, float, int]] = {}
+    snapshot_s = None
     rss_peak = 0.0
     while True:
         msg = out.get(timeout=300)
@@ -480,6 +511,8 @@ def main() -> None:
             storm = {"clients": msg[1], "all_current_s": msg[2], "current": msg[3],
                      "gaps": msg[4], "replays": msg[5], "snapshots": msg[6],
                      "min_events_after": msg[7]}
+        elif msg[0] == "snapshot":
+            snapshot_s = msg[1]
         elif msg[0] == "end":
             break
     clients.join(10)
@@ -548,6 +581,9 @@ def main() -> None:
     print(f"  baseline (plain websockets broadcast of the same frames to 10 clients): "
           f"{base_cpu:.0f} % CPU, {got / bwall:.0f} beats/s delivered; gateway/baseline "
           f"CPU = {ratio:.2f}x" if ratio else "  baseline: no CPU measured")
+    if snapshot_s is not None:
+        print(f"  first client: snapshot of {args.runs:,} runs received after "
+              f"{snapshot_s:.1f} s (the other clients resume from its seq: a replay)")
     if storm:
         cur = storm["all_current_s"]
         print(f"  reconnect storm: {storm['clients']} clients dropped and reconnected; "
@@ -573,6 +609,7 @@ def main() -> None:
         "baseline_cpu_pct": round(base_cpu, 1),
         "baseline_ratio": round(ratio, 2) if ratio else None,
         "reconnect_storm": storm,
+        "first_snapshot_s": snapshot_s,
         "load_before": load_before,
         "load_after": load_after,
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
