@@ -88,14 +88,16 @@ class GatewayProcess:
 
         A gateway that exits while starting is started again, as a supervisor would (up to
         ``attempts`` times); each such exit is kept in :attr:`start_failures` with the last
-        line of its log."""
+        line of its log (not the "hint:" line after it)."""
         began = time.monotonic()
         for attempt in range(1, attempts + 1):
             try:
                 self._start_once(timeout_s)
                 return time.monotonic() - began
             except RuntimeError as exc:
-                self.start_failures.append(str(exc).strip().splitlines()[-1][:300])
+                lines = [ln for ln in str(exc).strip().splitlines()
+                         if ln.strip() and not ln.strip().startswith("hint:")]
+                self.start_failures.append((lines or ["?"])[-1][:300])
                 if attempt == attempts:
                     raise
         raise AssertionError("unreachable")
