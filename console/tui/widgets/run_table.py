@@ -270,9 +270,15 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         if drawn is None or drawn[:2] != cells[:2] or len(drawn[2]) != len(cells[2]):
             self.refresh_line(pos)
             return
-        for (x0, x1), old, new in zip(self._spans, drawn[2], cells[2], strict=True):
-            if old != new:
-                self.refresh(Region(x0, y, x1 - x0, 1))
+        changed = [span for span, old, new in zip(self._spans, drawn[2], cells[2], strict=True)
+                   if old != new]
+        if len(changed) > 2:
+            # most of the line differs (another run on this line after a re-sort): one
+            # region for the line costs Textual far less bookkeeping than a region per cell
+            self.refresh_line(pos)
+            return
+        for x0, x1 in changed:
+            self.refresh(Region(x0, y, x1 - x0, 1))
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """A scroll redraws only the screen lines that now read differently.
