@@ -171,7 +171,7 @@ def _agents(url: str, token: str, runs: int, rate: int, seconds: float, conns: i
         while time.monotonic() < end:
             try:
                 await session(k, end)
-            except (ConnectionClosed, OSError) as exc:  # counted by the gateway's ingest
+            except (ConnectionClosed, OSError, AttributeError) as exc:  # websockets 17 can raise AttributeError aborting a dead socket
                 print(f"agent connection {k} lost ({exc}); reconnecting", file=sys.stderr)
                 await asyncio.sleep(0.5)
 
@@ -242,7 +242,7 @@ class Client:
 
         self.current_at = None
         self.ws = await connect(self.url, additional_headers={
-            "Authorization": f"Bearer {self.token}"}, max_size=None, compression=None,
+            "Authorization": f"Bearer {self.token}"}, max_size=None, compression=None, max_queue=2,
             open_timeout=60)
         hello: dict[str, Any] = {"type": "hello", "protocol": 1, "client": "bench",
                                  "beats": "compact"}
