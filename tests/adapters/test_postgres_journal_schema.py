@@ -1,0 +1,69 @@
+"""A gateway starting on a PostgreSQL journal that a running peer is writing does not lock the
+peer's tables: the schema that already exists is left alone (no ``ALTER TABLE``, no ``CREATE
+INDEX``), so start-up neither waits for the peer's open transaction nor deadlocks with it.
+
+Real PostgreSQL (tests/adapters/postgres_server.py). The starting journal's connection has a
+short ``lock_timeout``: a statement that waited for the peer's lock would fail with
+``LockNotAvailable`` instead of hanging.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import quote
+
+from console.gateway.journal_sql import ADDED_COLUMNS
+from console.gateway.postgres_journal import PostgresJournal
+from tests.adapters.postgres_server import PostgresServer
+from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
+
+DATABASE = "irq_schema"
+
+
+def _url(server: PostgresServer, database: str, lock_timeout_ms: int = 500) -> str:
+    return server.url(database) + "?options=" + quote(f"-c lock_timeout={lock_timeout_ms}")
+
+
+def _fresh(server: PostgresServer, name: str) -> str:
+    with server.connect("postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return name
+
+
+def _columns(server: PostgresServer, database: str) -> set[str]:
+    with server.connect(database, autocommit=True) as conn:
+        return {row[0] for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name='commands'")}
+
+
+def test_start_up_beside_an_open_insert_neither_blocks_nor_deadlocks(
+        postgres_server: PostgresServer) -> None:
+    database = _fresh(postgres_server, DATABASE)
+    PostgresJournal(_url(postgres_server, database)).close()  # the first gateway made the schema
+    with postgres_server.connect(database) as peer:  # a peer mid-command: its insert not committed
+        peer.execute("INSERT INTO commands (key, target, action, identity, role, status,"
+                     " created_at) VALUES ('k1', 'run-1', 'approve', 'op', 'operator',"
+                     " 'intent', '2026-12-02T00:00:00Z')")
+        peer.execute("INSERT INTO decisions VALUES ('int-1', 'k1', 'approve', 'op',"
+                     " '2026-12-02T00:00:00Z', 'intent')")
+        started = time.monotonic()
+        journal = PostgresJournal(_url(postgres_server, database))  # raised LockNotAvailable before
+        elapsed = time.monotonic() - started
+        assert elapsed < 2.0, f"start-up took {elapsed:.1f}s beside a peer's open transaction"
+        assert journal.command("k1", "run-1") is None  # the peer's row is not committed yet
+        peer.commit()
+        row = journal.command("k1", "run-1")
+        assert row is not None and row.status == "intent"
+        journal.close()
+
+
+def test_a_journal_from_before_the_added_columns_gets_them(postgres_server: PostgresServer) -> None:
+    database = _fresh(postgres_server, DATABASE + "_old")
+    PostgresJournal(_url(postgres_server, database)).close()
+    with postgres_server.connect(database, autocommit=True) as conn:
+        for name, _spec in ADDED_COLUMNS:
+            conn.execute(f"ALTER TABLE commands DROP COLUMN {name}")
+    assert not {name for name, _ in ADDED_COLUMNS} & _columns(postgres_server, database)
+    PostgresJournal(_url(postgres_server, database)).close()
+    assert {name for name, _ in ADDED_COLUMNS} <= _columns(postgres_server, database)
