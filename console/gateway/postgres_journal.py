@@ -53,6 +53,8 @@ SCHEMA_LOCK = 0x697271
 SCHEMA_ATTEMPTS = 5
 SCHEMA_RETRY_PAUSE_S = 0.2
 _RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+#: SQLSTATEs of a server that went away: admin_shutdown, crash_shutdown, cannot_connect_now
+_SERVER_GONE = {"57P01", "57P02", "57P03"}
 _CREATES = re.compile(r"^\s*CREATE\s+(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
 
@@ -111,8 +113,25 @@ class PostgresJournal(SqlJournal):
         with self._lock:
             if self._conn.closed or self._conn.broken:
                 self._conn = self._connect()
-            with self._conn.transaction():
-                yield _PostgresTx(self._conn)
+            try:
+                with self._conn.transaction():
+                    yield _PostgresTx(self._conn)
+            except psycopg.Error as exc:
+                if not self._lost(exc):
+                    raise
+                with contextlib.suppress(Exception):  # opened again on the next call
+                    self._conn.close()
+                raise JournalUnavailable(
+                    f"the journal at {self.display} is unavailable: "
+                    f"{_without_password(exc, self.url)}") from None
+
+    def _lost(self, exc: psycopg.Error) -> bool:
+        """Whether ``exc`` means the database went away (its connection broke, the server
+        shut down or cannot accept connections), not that a statement failed."""
+        state = exc.sqlstate or ""
+        return (self._conn.closed or self._conn.broken or state.startswith("08")
+                or state in _SERVER_GONE
+                or (isinstance(exc, psycopg.OperationalError) and not state))
 
     def now(self, tx: JournalTx) -> float:
         """The database's clock: gateways on machines whose clocks differ agree on liveness."""

@@ -28,6 +28,7 @@ from console.gateway.commands import CommandExecutor
 from console.gateway.hub import Event, Hub, Reporter, Subscriber, lag_decision
 from console.gateway.journal import JournalPauseLedger
 from console.gateway.journal_engines import open_journal
+from console.gateway.journal_store import JournalUnavailable
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.policy_commands import PolicyCommands
 from console.gateway.policy_events import PolicyEvents
@@ -64,6 +65,10 @@ HELLO_TIMEOUT_S = 10.0  # on / and on /agent
 HANDSHAKE_LOG_INTERVAL_S = 10.0  # refused handshakes: one log line per peer and reason
 # a shared journal: liveness renewed every second, lapsed after a few; orphans looked for
 LIVENESS_RENEW_S, LIVENESS_TTL_S, ADOPT_INTERVAL_S = 1.0, 5.0, 1.0
+#: the answer to a command or query the journal's database could not serve (error code
+#: ``unreachable``, exit 6 in the CLI); the database's own message stays in the gateway's log
+JOURNAL_UNAVAILABLE = ("the gateway's journal is unavailable: the command was not recorded "
+                       "as done; retry with the same idempotency key (it takes effect once)")
 SNAPSHOT_REUSE_S = 0.5  # an encoded snapshot serves every client asking within this time
 SNAPSHOT_FRAGMENT = 256 * 1024  # a large snapshot goes out in fragments of this size
 SNAPSHOT_CHUNK = 500  # runs encoded between two turns of the event loop
@@ -635,6 +640,12 @@ class Gateway:
                 self._focus(msg.run_ids)
         except FrameError as exc:
             await ws.send(error_frame(exc.code, exc.message, exc.ref or getattr(msg, "id", None)))
+        except JournalUnavailable as exc:  # the database is down: the gateway stays up, and
+            # the journal's connection is opened again on its next call
+            log.warning("handling %s: %s", type(msg).__name__, exc)
+            with contextlib.suppress(Exception):
+                await ws.send(error_frame("unreachable", JOURNAL_UNAVAILABLE,
+                                          getattr(msg, "id", None)))
         except Exception as exc:
             from websockets.exceptions import ConnectionClosed
 
