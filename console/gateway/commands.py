@@ -98,6 +98,10 @@ class CommandExecutor:
         self._inflight: set[tuple[str, str]] = set()
         #: set by the gateway: refused commands are audited in summary (refusals.py)
         self.refusals: RefusalLedger | None = None
+        #: backends (``backend:context``) not read once yet since this gateway started (the
+        #: gateway fills it and empties it as each first poll succeeds): until then an unknown
+        #: run or interrupt may just not be read yet, so it is not answered ``not_found``
+        self.unread: set[str] = set()
 
     # ----------------------------------------------------------------------- planning
 
@@ -168,6 +172,9 @@ class CommandExecutor:
             return self._replayed(row)
         run = self.hub.runs.get(target)
         if run is None:
+            unknown = self._unknown(row, base)
+            if unknown is not None:
+                return unknown
             return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="not_found", detail=f"no such run: {target}"))
         backend = self.backend_for(run)
@@ -203,6 +210,21 @@ class CommandExecutor:
         result = await self._call(cmd.id, target, run, backend, action, who, cmd.reason, the_plan)
         self._settle(who, cmd.reason, result)
         return result
+
+    def _unknown(self, row: CommandRow | None, base: dict[str, Any]) -> CommandResult | None:
+        """The answer for a target this gateway does not know when that may not be final:
+        ``in_progress`` when its key already has an intent in the journal (a crash left it;
+        it is re-driven once the backends are read), ``unreachable`` while some backend has
+        not been read since start (nothing was done; retry with the same key). None: the
+        target is unknown for good (``not_found``)."""
+        if row is not None and row.status == "intent":
+            return self._replayed(row)
+        if self.unread:
+            return CommandResult(
+                **base, outcome="failed", error="unreachable",
+                detail="the gateway is starting: backends not read yet "
+                f"({', '.join(sorted(self.unread))}); nothing was done; retry with the same key")
+        return None
 
     def _redrive(self, row: CommandRow) -> bool:
         """Whether a retry under a known key re-drives it: only an intent a crash left (not
@@ -267,6 +289,9 @@ class CommandExecutor:
             return self._replayed(row)
         intr = self.hub.interrupts.get(target)
         if intr is None:
+            unknown = self._unknown(row, base)
+            if unknown is not None:
+                return unknown
             return self._audited(cmd, who, CommandResult(
                 **base, outcome="failed", error="not_found", detail=f"no such interrupt: {target}"))
         invalid = validation_error(intr, decision)

@@ -145,6 +145,7 @@ class Gateway:
         self.refusals = RefusalLedger(self._audit_refusal,
                                       interval_s=settings.refusal_interval_s)
         self.executor.refusals = self.refusals
+        self.executor.unread = set(self.backends)  # until each backend's first poll succeeds
         self.executor.policy_engine = lambda: self.policy.engine  # operator governance
         self.policy_commands = PolicyCommands(self.hub, self.journal, self.obligations,
                                               self.policy, self._policy_reloaded, self.refusals)
@@ -270,6 +271,7 @@ class Gateway:
             self.hub.set_health(health)
             self.hub.observe_runs(obs.runs, obs.gone)
             self.hub.observe_interrupts(key, obs.interrupts, obs.complete, self.journal.decision)
+            self.executor.unread.discard(key)  # read once: an unknown target is not found
             self._polled[key].set()
             await asyncio.sleep(backend.poll_interval_s)
 
