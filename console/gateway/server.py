@@ -270,7 +270,14 @@ class Gateway:
                                    reachable=True, last_ok_at=utcnow())
             self.hub.set_health(health)
             self.hub.observe_runs(obs.runs, obs.gone)
-            self.hub.observe_interrupts(key, obs.interrupts, obs.complete, self.journal.decision)
+            try:  # the journal says which of them are decided already
+                self.hub.observe_interrupts(key, obs.interrupts, obs.complete,
+                                            self.journal.decision)
+            except JournalUnavailable as exc:  # its database is down: poll on, it comes back
+                log.warning("reading %s's interrupts: %s", key, exc)
+                self._polled[key].set()
+                await asyncio.sleep(backend.poll_interval_s)
+                continue
             self.executor.unread.discard(key)  # read once: an unknown target is not found
             self._polled[key].set()
             await asyncio.sleep(backend.poll_interval_s)

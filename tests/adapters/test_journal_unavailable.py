@@ -69,10 +69,17 @@ async def test_a_decision_while_the_journal_is_down_is_unreachable_then_applied_
                 for raw in ("AdminShutdown", "terminating connection", "psycopg",
                             "postgresql://", "OperationalError"):
                     assert raw not in error.message, error.message
+            await asyncio.sleep(2.0)  # polls meanwhile: the journal is asked about interrupts
         await asyncio.to_thread(pg._postmaster)
         assert gw.alive(), gw.log.read_text()[-2000:]
         assert await _decide_once(gw, token, iid, key) == "applied"
         assert await _decide_once(gw, token, iid, key) == "applied"  # replayed, not re-sent
+        later = f"ju-{uuid.uuid4().hex[:6]}"  # the backend is still polled: new work shows
+        await asyncio.to_thread(dbos.enqueue, [(later, approval_plan(1))])
+        async with GatewayClient(gw.url, token, open_timeout=10) as client:
+            assert await _until(lambda: any(i.run_id.endswith("/" + later)
+                                            for i in client.view.pending_interrupts()),
+                                client, 30) is not None, gw.log.read_text()[-2000:]
         record = await settled_record(dbos.db, wid, timeout_s=60)
         sent = [m for m in record.sent if isinstance(m["message"], dict)]
         assert len(sent) == 1, record.sent
