@@ -239,11 +239,15 @@ async def _drill_one(
             fresh = seen.heartbeat_at is not None and seen.heartbeat_at > preempted_at
             if state is RunState.COMPLETED or (state.value in ACTIVE and fresh):
                 recovered = "completed" if state is RunState.COMPLETED else "running"
+                # resources as the recovered agent reports them now: once the re-run step
+                # finishes, a step-scoped resource is released again, as it should be
+                held = list(seen.resources)
                 after, final = await _settled(client, run.id, before, deadline)
                 return Observation(
                     **common, late_at=late_at, lost_at=lost_at, recovered_at=now,
                     recovered_state=recovered, journal_after=after,
-                    resources_after=list(final.resources if final else seen.resources),
+                    resources_after=list(final.resources) if final and recovered ==
+                    "completed" else held,
                 )
             if state.terminal:
                 break

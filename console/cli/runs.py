@@ -79,6 +79,15 @@ def runs_command(
         str | None,
         typer.Option("--backend", "-b", help="Only runs of this backend (dbos, or dbos:local)."),
     ] = None,
+    filter_: Annotated[
+        str | None,
+        typer.Option(
+            "--filter",
+            metavar="EXPR",
+            help="Only what this filter selects (the TUI's / grammar: text, state:, backend:, "
+            "ctx:, has:, name:, resource:, tool:, age>10m; - negates).",
+        ),
+    ] = None,
     watch: Annotated[
         bool,
         typer.Option(
@@ -101,7 +110,7 @@ def runs_command(
 
         watch_table(conn, TableSpec(
             kind="run", title="irq runs --watch", noun="runs",
-            select=lambda v: select_runs(v, states, backend), table=runs_table,
+            select=lambda v: select_runs(v, states, backend, filter_), table=runs_table,
         ), output)
         return
 
@@ -109,13 +118,13 @@ def runs_command(
         return client.view
 
     view = with_gateway(conn, fetch)
-    contracts = select_runs(view, states, backend)
+    contracts = select_runs(view, states, backend, filter_)
 
     _backend_warnings(view)  # stderr, in every output format
 
     def text() -> None:
         if not contracts:
-            hint("no runs" + (" match the filters" if states or backend else ""))
+            hint("no runs" + (" match the filters" if states or backend or filter_ else ""))
             return
         print_table(runs_table(contracts))
         waiting = sum(len(c["interrupts"]) for c in contracts)
@@ -127,13 +136,21 @@ def runs_command(
     emit(output, contracts, text)
 
 
-def select_runs(view: FleetView, states: set[str], backend: str | None) -> list[dict[str, Any]]:
+def select_runs(
+    view: FleetView, states: set[str], backend: str | None, expr: str | None = None
+) -> list[dict[str, Any]]:
     """The contracts of the runs ``irq runs`` lists, by id."""
     runs = sorted(view.runs.values(), key=lambda r: r.id)
     if states:
         runs = [r for r in runs if r.state.value in states]
     if backend:
         runs = [r for r in runs if backend in (r.backend, f"{r.backend}:{r.context}")]
+    if expr:
+        from console.model import utcnow
+        from console.run_filter import FilterQuery
+
+        query, now = FilterQuery.parse(expr), utcnow()
+        runs = [r for r in runs if query.matches(r, r.state, now=now)]
     return [r.contract() for r in runs]
 
 
@@ -380,6 +397,15 @@ def inbox_command(
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help="Include decided and withdrawn interrupts.")
     ] = False,
+    filter_: Annotated[
+        str | None,
+        typer.Option(
+            "--filter",
+            metavar="EXPR",
+            help="Only what this filter selects (the TUI's / grammar: text, state:, backend:, "
+            "ctx:, has:, name:, resource:, tool:, age>10m; - negates).",
+        ),
+    ] = None,
     watch: Annotated[
         bool,
         typer.Option(
@@ -407,13 +433,13 @@ def inbox_command(
             run_id = with_gateway(conn, resolve)
         watch_table(conn, TableSpec(
             kind="interrupt", title="irq inbox --watch", noun="interrupts",
-            select=lambda v: select_interrupts(v, show_all, run_id), table=inbox_table,
+            select=lambda v: select_interrupts(v, show_all, run_id, filter_), table=inbox_table,
         ), output)
         return
 
     async def fetch(client: GatewayClient) -> list[dict[str, Any]]:
         return select_interrupts(
-            client.view, show_all, expand_run_id(client.view, run) if run else None)
+            client.view, show_all, expand_run_id(client.view, run) if run else None, filter_)
 
     contracts = with_gateway(conn, fetch)
 
@@ -440,7 +466,7 @@ def inbox_command(
 
 
 def select_interrupts(
-    view: FleetView, show_all: bool, run_id: str | None
+    view: FleetView, show_all: bool, run_id: str | None, expr: str | None = None
 ) -> list[dict[str, Any]]:
     """The contracts of the interrupts ``irq inbox`` lists, oldest first."""
     if show_all:
@@ -449,6 +475,12 @@ def select_interrupts(
         items = view.pending_interrupts()
     if run_id:
         items = [i for i in items if i.run_id == run_id]
+    if expr:
+        from console.model import utcnow
+        from console.run_filter import FilterQuery
+
+        query, now = FilterQuery.parse(expr), utcnow()
+        items = [i for i in items if query.matches_interrupt(i, view.runs.get(i.run_id), now=now)]
     return [i.contract() for i in items]
 
 

@@ -475,7 +475,7 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Chi
 
     _announce(url, paths, children, current, extensions, tui=tui)
     if tui and sys.stdin.isatty() and sys.stdout.isatty():
-        code = _run_tui(url, tokens.operator, mouse, gateway)
+        code = _run_tui(url, tokens.operator, mouse, gateway, children)
         if code is not None:
             return code
     elif tui:
@@ -483,8 +483,11 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Chi
     return _wait(children, gateway)
 
 
-def _run_tui(url: str, token: str, mouse: bool, gateway: ChildProcess) -> int | None:
-    """Run ``irq tui`` on this terminal in a child process until the operator quits.
+def _run_tui(
+    url: str, token: str, mouse: bool, gateway: ChildProcess, children: list[ChildProcess]
+) -> int | None:
+    """Run ``irq tui`` on this terminal in a child process until the operator quits (and
+    meanwhile answer ``irq drill``'s requests to preempt the workers the launcher started).
 
     A child process, not an in-process call: whatever happens to it (a crash, a signal) its
     sockets close with it and the launcher stays in control of the cleanup, restoring the
@@ -492,6 +495,8 @@ def _run_tui(url: str, token: str, mouse: bool, gateway: ChildProcess) -> int | 
     if not _importable("console.tui.app"):
         say("irq demo: the terminal UI is not available yet; use the CLI:\n" + CLI_TOUR)
         return None
+    from console.demo.preemption import control_dir, serve_launcher_requests  # irq drill
+
     saved = _terminal_state()
     argv = [sys.executable, "-m", "console.cli.app", "tui"] + (["--mouse"] if mouse else [])
     env = {**os.environ, "IRQ_URL": url, "IRQ_TOKEN": token, "IRQ_CONTEXT": DEMO_CONTEXT}
@@ -504,6 +509,7 @@ def _run_tui(url: str, token: str, mouse: bool, gateway: ChildProcess) -> int | 
                 break
             except subprocess.TimeoutExpired:
                 pass
+            serve_launcher_requests(control_dir(demo_paths().root), children)
             if gateway.exit_code() is not None:
                 _stop_tui(tui)
                 _restore_terminal(saved)

@@ -19,7 +19,9 @@ import importlib.util
 import logging
 import os
 import random
+import socket
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -58,7 +60,10 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
         say(f"irq demo: no Restate agents: {exc}")
         return None
     server = RestateServer(base_dir=env.demo_dir / "restate")
-    service = HypercornService(app=APP, cwd=env.demo_dir, log=env.demo_dir / "restate-service.log")
+    service = HypercornService(
+        app=APP, cwd=env.demo_dir, log=env.demo_dir / "restate-service.log",
+        port=_service_port(env.demo_dir / "restate" / "service-port"),
+    )  # fmt: skip
     feeder = ChildProcess(
         name="rs-feed",
         argv=[env.python, "-m", "console.demo.restate.fleet", "feeder", "--admin",
@@ -76,17 +81,54 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
     )
 
 
+def _service_port(remembered: Path) -> int:
+    """The handlers' port of the last demo when it is free again, else a new free one
+    (remembered): Restate pins each invocation to the deployment (URI) it started on, so the
+    invocations a stopped demo left behind resume on the same URI instead of backing off
+    forever against a port nobody serves."""
+    from console.processes import free_port
+
+    try:
+        port = int(remembered.read_text().strip())
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))
+    except (OSError, ValueError):
+        port = free_port()
+        remembered.parent.mkdir(parents=True, exist_ok=True)
+        remembered.write_text(f"{port}\n")
+    return port
+
+
 def _register(http: httpx.Client, admin: str, service: str) -> None:
     while True:
         try:
             reply = http.post(f"{admin}/deployments", json={"uri": service, "force": True})
             if reply.status_code < 300:
                 log.info("registered %s", service)
+                _kill_stranded(http, admin, str(reply.json().get("id") or ""))
                 return
             log.warning("register %s: %s %s", service, reply.status_code, reply.text[:200])
         except httpx.HTTPError as exc:
             log.warning("register %s: %s", service, exc)
         time.sleep(1.0)
+
+
+def _kill_stranded(http: httpx.Client, admin: str, current: str) -> None:
+    """Kill the demo invocations a stopped demo left pinned to another deployment (a port
+    nobody serves any more: they would back off forever and hold their lane)."""
+    if not current:
+        return
+    reply = http.post(
+        f"{admin}/query",
+        json={"query": "SELECT id, pinned_deployment_id FROM sys_invocation "
+                       "WHERE status <> 'completed' AND pinned_deployment_id IS NOT NULL"},
+        headers={"accept": "application/json"},
+    )  # fmt: skip
+    reply.raise_for_status()
+    for row in reply.json().get("rows", []):
+        if row.get("pinned_deployment_id") not in (None, current):
+            http.patch(f"{admin}/invocations/{row['id']}/kill")
+            log.info("killed %s: pinned to a deployment no longer served", row["id"])
 
 
 def _live_targets(http: httpx.Client, admin: str) -> set[str]:
