@@ -36,8 +36,8 @@ async def test_fuzzed_frames_get_clear_errors_and_never_crash_or_close_other_cli
 
 async def test_connections_that_never_say_hello_do_not_keep_legit_clients_out(
         tmp_path: Path) -> None:
-    report = await run_silent(tmp_path, squatters=150, legit=5, hold_s=2.0)
-    assert sum(report.squatters.values()) == 150
+    report = await run_silent(tmp_path, squatters=100, legit=5, hold_s=1.0)
+    assert sum(report.squatters.values()) == 100
     assert report.legit_failures == 0 and len(report.under_load_ms) == 5
     assert report.crashes == 0
     assert max(report.under_load_ms) < 5_000, report.as_dict()
@@ -46,10 +46,10 @@ async def test_connections_that_never_say_hello_do_not_keep_legit_clients_out(
 @pytest.mark.timeout(900)
 async def test_gateway_sigkilled_during_a_decision_storm_loses_and_doubles_nothing(
         tmp_path: Path) -> None:
-    report = await run_storm(tmp_path, kills=5, journal="postgresql", outstanding=3, deciders=2,
-                             min_up_s=1.0, drain_s=90, max_storm_s=300)
+    report = await run_storm(tmp_path, kills=3, journal="postgresql", outstanding=3, deciders=2,
+                             min_up_s=0.5, drain_s=90, max_storm_s=300)
     result = report.as_dict()
-    assert report.kills == 5, result
+    assert report.kills == 3, result
     assert report.decisions > 0 and set(report.decisions_by_backend) == {"dbos", "temporal"}, \
         result
     assert report.lost == 0 and report.doubled == 0, result
@@ -59,7 +59,7 @@ async def test_gateway_sigkilled_during_a_decision_storm_loses_and_doubles_nothi
 @pytest.mark.timeout(600)
 async def test_frozen_backend_and_frozen_gateway_are_shown_recover_and_lose_nothing(
         tmp_path: Path) -> None:
-    report = await run_freezes(tmp_path, backend_freeze_s=6.0, gateway_freeze_s=5.0)
+    report = await run_freezes(tmp_path, backend_freeze_s=5.0, gateway_freeze_s=2.0)
     result = report.as_dict()
     assert report.unreachable_seen_after_s is not None, result  # clients were told
     assert report.reachable_again_after_s is not None, result  # and saw it recover
@@ -71,8 +71,9 @@ async def test_frozen_backend_and_frozen_gateway_are_shown_recover_and_lose_noth
 @pytest.mark.timeout(300)
 async def test_journal_postgres_restarted_while_deciding_loses_and_doubles_nothing(
         tmp_path: Path) -> None:
-    report = await run_postgres_restart(tmp_path, down_s=3.0)
+    report = await run_postgres_restart(tmp_path, down_s=1.5)
     result = report.as_dict()
     assert report.gateway_survived, result
+    assert "journal is unavailable" in report.decision_while_down, result  # not the raw error
     assert report.decided_after_restart == "applied", result
     assert report.postgres_restart_lost == report.postgres_restart_doubled == 0, result
