@@ -96,7 +96,7 @@ class IrqApp(App[None]):
         Binding("1", "view('fleet')", "fleet", show=False, id="view_fleet"),
         Binding("2", "view('inbox')", "inbox", show=False, id="view_inbox"),
         Binding("3", "view('audit')", "audit", show=False, id="view_audit"),
-        Binding("o", "view('obligations')", "oblig", id="view_obligations"),
+        Binding("o", "view('obligations')", "oblig", show=False, id="view_obligations"),
     ]
 
     def __init__(
