@@ -31,7 +31,7 @@ demo: $(STAMP) $(RESTATE_STAMP)
 test: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/ruff check console backend_adapters tests benchmarks tools
 	$(BIN)/mypy console backend_adapters
-	$(BIN)/python -m pytest -q -x -p no:cacheprovider
+	$(BIN)/python -m pytest -q -x -p no:cacheprovider --durations=25
 
 screenshots: $(STAMP)
 	@command -v rsvg-convert >/dev/null || (apt-get install -y -q librsvg2-bin >/dev/null 2>&1 \
