@@ -568,15 +568,19 @@ class Gateway:
 
     async def _snapshot_frame(self, flt: SubscriptionFilter | None) -> tuple[int, bytes]:
         """(seq, encoded snapshot): one encoding serves every client with the same filter
-        for SNAPSHOT_REUSE_S (the events after its seq follow it), and clients asking while
-        it is being built wait for that build (a reconnect storm builds it once)."""
+        for SNAPSHOT_REUSE_S while no event happened since, and clients asking while it is
+        being built wait for that build (a reconnect storm builds it once)."""
         key = flt.key if flt is not None else ""
         now = time.monotonic()
         cached = self._snapshots.get(key)
         first = self.hub.log[0]["seq"] if self.hub.log else None
-        if cached is not None and now - cached[0] < SNAPSHOT_REUSE_S and lag_decision(
+        # reused only while nothing happened since it was built: a one-shot client (the CLI)
+        # reads the snapshot and leaves, so an older one would show it a past state (an
+        # interrupt still pending right after its approval was applied)
+        if cached is not None and now - cached[0] < SNAPSHOT_REUSE_S \
+                and cached[1] == self.hub.seq and lag_decision(
                 cached[1], self.hub.seq, first, self.hub.max_lag // 2) != "resync":
-            return cached[1], cached[2]  # recent, and the events after it are still logged
+            return cached[1], cached[2]
         building = self._building.get(key)
         if building is None:
             building = asyncio.ensure_future(self._build_snapshot(flt))
