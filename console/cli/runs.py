@@ -67,6 +67,18 @@ def _parse_states(values: list[str] | None) -> set[str]:
     return wanted
 
 
+#: ``--filter EXPR`` of the listings (irq runs, irq inbox)
+FilterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--filter",
+        metavar="EXPR",
+        help="Only what this filter selects (the TUI's / grammar: text, state:, backend:, "
+        "ctx:, has:, name:, resource:, tool:, age>10m; - negates).",
+    ),
+]
+
+
 def runs_command(
     ctx: typer.Context,
     state: Annotated[
@@ -79,15 +91,7 @@ def runs_command(
         str | None,
         typer.Option("--backend", "-b", help="Only runs of this backend (dbos, or dbos:local)."),
     ] = None,
-    filter_: Annotated[
-        str | None,
-        typer.Option(
-            "--filter",
-            metavar="EXPR",
-            help="Only what this filter selects (the TUI's / grammar: text, state:, backend:, "
-            "ctx:, has:, name:, resource:, tool:, age>10m; - negates).",
-        ),
-    ] = None,
+    filter_: FilterOption = None,
     watch: Annotated[
         bool,
         typer.Option(
@@ -397,15 +401,7 @@ def inbox_command(
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help="Include decided and withdrawn interrupts.")
     ] = False,
-    filter_: Annotated[
-        str | None,
-        typer.Option(
-            "--filter",
-            metavar="EXPR",
-            help="Only what this filter selects (the TUI's / grammar: text, state:, backend:, "
-            "ctx:, has:, name:, resource:, tool:, age>10m; - negates).",
-        ),
-    ] = None,
+    filter_: FilterOption = None,
     watch: Annotated[
         bool,
         typer.Option(
