@@ -136,6 +136,7 @@ async def test_a_peer_adopts_the_intent_of_a_gateway_killed_after_it_and_deliver
     before = read_record(dbos_worker.db, wid)
     assert before.sent == [] and before.status == "PENDING", before  # journaled, not sent
     async with GatewayClient(b.url, b.tokens["operator"]) as bob:
+        assert await _pending(bob, wid) == iid  # b has read the interrupt too (its own poll)
         # the claim is in the shared journal: the peer refuses a second decision, and a retry
         # of the dead gateway's key is in progress until the peer has adopted it
         other = await bob.command("decide", [iid], decision=APPROVE, key="bob-meanwhile")
