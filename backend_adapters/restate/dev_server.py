@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,6 +97,10 @@ class RestateServer:
             log=log or self.base_dir / "restate-server.log",
             env=self.env(),
             ready=self.answers,
+            # restate-sdk takes SIGTERM for itself on the first request (it drains in-flight
+            # invocations and hypercorn never stops: every stop waited its 10 s grace and
+            # ended in SIGKILL); hypercorn still stops on SIGINT, within --graceful-timeout
+            stop_signal=signal.SIGINT,
         )
 
     def start(self, timeout_s: float = 60.0) -> None:
@@ -164,6 +169,10 @@ class HypercornService:
             env=self.env,
             cwd=self.cwd,
             ready=self.answers,
+            # restate-sdk takes SIGTERM for itself on the first request (it drains in-flight
+            # invocations and hypercorn never stops: every stop waited its 10 s grace and
+            # ended in SIGKILL); hypercorn still stops on SIGINT, within --graceful-timeout
+            stop_signal=signal.SIGINT,
         )
 
     def start(self, timeout_s: float = 60.0) -> None:
