@@ -189,5 +189,7 @@ class HypercornService:
 
     def stop(self) -> None:
         if self.child is not None:
-            self.child.stop()
+            # hypercorn's --graceful-timeout is 2 s: a service still there after 4 s holds a
+            # handler that will not finish (one thawed after SIGSTOP), so SIGKILL it then
+            self.child.stop(grace_s=4.0)
             self.child = None
