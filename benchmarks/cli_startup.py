@@ -116,51 +116,42 @@ def _phases_child() -> None:
     between its steps); prints one JSON object of seconds."""
     marks = {"start": time.perf_counter()}
     import console.cli.app  # noqa: F401 - what `irq` loads before it parses the command line
+    import console.client as client_module
     from console.cli.output import dumps
-    from console.cli.runs import select_runs
     from console.cli.session import with_gateway
-    from console.client import FleetView, GatewayClient
+    from console.client import GatewayClient
     from console.config import resolve_connection
 
     marks["imported"] = time.perf_counter()
-    spent = {"decode": 0.0, "validate": 0.0}
-    real_loads, real_load_snapshot = json.loads, FleetView.load_snapshot
+    spent = {"decode": 0.0, "connected": 0.0}
+    real_decode = client_module.decode_frame
 
-    def timed_loads(raw: Any, **kwargs: Any) -> Any:
+    def timed_decode(raw: Any) -> Any:
         start = time.perf_counter()
         try:
-            return real_loads(raw, **kwargs)
+            return real_decode(raw)
         finally:
             spent["decode"] += time.perf_counter() - start
 
-    def timed_load_snapshot(view: FleetView, frame: dict[str, Any]) -> None:
-        start = time.perf_counter()
-        real_load_snapshot(view, frame)
-        spent["validate"] += time.perf_counter() - start
+    client_module.decode_frame = timed_decode  # type: ignore[assignment]
 
-    json.loads = timed_loads  # type: ignore[assignment]
-    FleetView.load_snapshot = timed_load_snapshot  # type: ignore[method-assign]
+    async def fetch(client: GatewayClient) -> Any:
+        spent["connected"] = time.perf_counter()
+        return await client.query("runs")
 
-    async def fetch(client: GatewayClient) -> FleetView:
-        return client.view
-
-    view = with_gateway(resolve_connection(), fetch)
+    listing = with_gateway(resolve_connection(), fetch, snapshot=False)
     marks["fetched"] = time.perf_counter()
-    contracts = select_runs(view, set(), None)
-    marks["selected"] = time.perf_counter()
-    text = dumps(contracts, indent=2)
+    text = dumps(listing["runs"], indent=2)
     marks["encoded"] = time.perf_counter()
     with open(os.devnull, "w") as sink:
         sink.write(text + "\n")
     marks["written"] = time.perf_counter()
-    fetched = marks["fetched"] - marks["imported"]
     print(json.dumps({
         "import": marks["imported"] - marks["start"],
-        "gateway_snapshot": fetched - spent["decode"] - spent["validate"],
+        "connect": spent["connected"] - marks["imported"],
+        "gateway_listing": marks["fetched"] - spent["connected"] - spent["decode"],
         "decode_json": spent["decode"],
-        "validate_runs": spent["validate"],
-        "contracts": marks["selected"] - marks["fetched"],
-        "encode_json": marks["encoded"] - marks["selected"],
+        "encode_json": marks["encoded"] - marks["fetched"],
         "write": marks["written"] - marks["encoded"],
     }))
 
@@ -169,11 +160,10 @@ def _phases_child() -> None:
 PHASES = {
     "interpreter": "python start-up (python -c pass)",
     "import": "imports (typer, the CLI, client, pydantic models, websockets)",
-    "gateway_snapshot": "connect + hello until the snapshot is in (gateway builds, encodes, sends)",
-    "decode_json": "decode the snapshot JSON (client)",
-    "validate_runs": "validate the runs into pydantic models (FleetView.load_snapshot)",
-    "contracts": "contract() of every run (irq runs' rows)",
-    "encode_json": "encode the JSON document",
+    "connect": "connect + hello until the welcome (no snapshot: a one-shot listing)",
+    "gateway_listing": "query runs: the gateway filters, builds contracts, encodes, sends",
+    "decode_json": "decode the listing JSON (client, orjson)",
+    "encode_json": "encode the JSON document (indented, terminal-safe)",
     "write": "write it",
 }
 

@@ -128,6 +128,17 @@ class FleetView:
         return sorted(pending, key=lambda i: i.created_at)
 
 
+def decode_frame(raw: str | bytes) -> Any:
+    """A frame from the gateway: orjson (a 10,000-run listing is ~10 MB: 3x faster than the
+    standard library), the standard library for what orjson refuses (integers past 64 bits)."""
+    import orjson
+
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
 class GatewayClient:
     """One websockets connection to the gateway."""
 
@@ -138,6 +149,7 @@ class GatewayClient:
         *,
         client: str = "irq-cli",
         subscribe: bool = True,
+        snapshot: bool = True,
         open_timeout: float = 5.0,
         request_timeout: float = 60.0,
         view: FleetView | None = None,
@@ -146,6 +158,9 @@ class GatewayClient:
         self.token = token
         self.client = client
         self.subscribe = subscribe
+        #: False (with ``subscribe=False``): no state at hello, ``view`` stays empty; the
+        #: caller asks queries (``irq runs``: ``query("runs")``)
+        self.snapshot = snapshot or subscribe
         self.open_timeout = open_timeout
         self.request_timeout = request_timeout
         self.view = view or FleetView()
@@ -205,6 +220,8 @@ class GatewayClient:
             "client": self.client,
             "subscribe": self.subscribe,
         }
+        if not self.snapshot:
+            hello["snapshot"] = False
         if self.view.epoch and self.view.seq:
             hello.update(since=self.view.seq, epoch=self.view.epoch)
         await self._send(hello)
@@ -249,8 +266,8 @@ class GatewayClient:
         try:
             async for raw in self._ws:
                 try:
-                    frame = json.loads(raw)
-                except json.JSONDecodeError:
+                    frame = decode_frame(raw)
+                except ValueError:  # json's and orjson's decode errors are ValueErrors
                     continue
                 if isinstance(frame, dict):
                     self._dispatch(frame)
@@ -270,6 +287,8 @@ class GatewayClient:
             self.identity = frame.get("identity", "")
             self.role = frame.get("role", "")
             self.server = frame.get("server", "")
+            if not self.snapshot:
+                self._mark_ready()  # nothing else comes until it asks
         elif kind == "snapshot":
             self.view.load_snapshot(frame)
             self._mark_ready()

@@ -240,3 +240,22 @@ def _has(run: Run, what: str) -> bool:
     return any(
         glob_or_substring(what, kind) or glob_or_substring(what, rid) for kind, rid in _held(run)
     )
+
+
+def listed_runs(
+    runs: Iterable[Run], states: Iterable[str] = (), backend: str | None = None,
+    expr: str | None = None, now: datetime | None = None,
+) -> list[Run]:
+    """The runs ``irq runs`` lists, by id: in one of ``states`` (any when empty), of
+    ``backend`` (``dbos`` or ``dbos:local``), matching the filter ``expr``. The gateway's
+    ``runs`` query and the CLI's own view (``--watch``) both list through this."""
+    wanted = set(states)
+    chosen = sorted(runs, key=lambda r: r.id)
+    if wanted:
+        chosen = [r for r in chosen if r.state.value in wanted]
+    if backend:
+        chosen = [r for r in chosen if backend in (r.backend, f"{r.backend}:{r.context}")]
+    if expr:
+        query, at = FilterQuery.parse(expr), now or utcnow()
+        chosen = [r for r in chosen if query.matches(r, r.state, now=at)]
+    return chosen

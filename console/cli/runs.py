@@ -118,13 +118,16 @@ def runs_command(
         ), output)
         return
 
-    async def fetch(client: GatewayClient) -> FleetView:
-        return client.view
+    async def fetch(client: GatewayClient) -> dict[str, Any]:
+        # listed on the gateway: no snapshot of every run, no models of them here
+        data: dict[str, Any] = await client.query(
+            "runs", states=sorted(states) or None, backend=backend, expr=filter_)
+        return data
 
-    view = with_gateway(conn, fetch)
-    contracts = select_runs(view, states, backend, filter_)
+    listing = with_gateway(conn, fetch, snapshot=False)
+    contracts: list[dict[str, Any]] = listing.get("runs", [])
 
-    _backend_warnings(view)  # stderr, in every output format
+    _health_warnings(listing.get("backends", []))  # stderr, in every output format
 
     def text() -> None:
         if not contracts:
@@ -144,17 +147,9 @@ def select_runs(
     view: FleetView, states: set[str], backend: str | None, expr: str | None = None
 ) -> list[dict[str, Any]]:
     """The contracts of the runs ``irq runs`` lists, by id."""
-    runs = sorted(view.runs.values(), key=lambda r: r.id)
-    if states:
-        runs = [r for r in runs if r.state.value in states]
-    if backend:
-        runs = [r for r in runs if backend in (r.backend, f"{r.backend}:{r.context}")]
-    if expr:
-        from console.model import utcnow
-        from console.run_filter import FilterQuery
+    from console.run_filter import listed_runs
 
-        query, now = FilterQuery.parse(expr), utcnow()
-        runs = [r for r in runs if query.matches(r, r.state, now=now)]
+    runs = listed_runs(view.runs.values(), states, backend, expr)
     return [r.contract() for r in runs]
 
 
@@ -214,12 +209,13 @@ def _state_row(data: dict[str, Any]) -> str:
     return text
 
 
-def _backend_warnings(view: FleetView) -> None:
-    for health in view.backends.values():
-        if not health.reachable:
+def _health_warnings(backends: list[dict[str, Any]]) -> None:
+    """Unreachable backends (their contracts, as the gateway sends them), on stderr."""
+    for health in backends:
+        if not health.get("reachable", True):
             hint(
-                f"warning: backend {health.key} is unreachable"
-                + (f": {health.error}" if health.error else "")
+                f"warning: backend {health.get('backend')}:{health.get('context')} is unreachable"
+                + (f": {health['error']}" if health.get("error") else "")
                 + " (its runs may be stale)"
             )
 

@@ -103,15 +103,20 @@ def run_async(main: Awaitable[T]) -> T:
     return box[0]
 
 
-def with_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitable[T]]) -> T:
+def with_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitable[T]], *,
+                 snapshot: bool = True) -> T:
     """Connect (one-shot: snapshot, no event stream), run ``work``, close.
+
+    ``snapshot=False``: no snapshot at all (``client.view`` stays empty), for work that
+    asks the gateway a query.
 
     Gateway errors become clear messages and exit codes; never a traceback.
     """
     from console.client import GatewayClient, GatewayError
 
     async def session() -> T:
-        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=False)
+        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=False,
+                               snapshot=snapshot)
         await client.connect()
         try:
             return await work(client)

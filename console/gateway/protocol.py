@@ -83,6 +83,9 @@ class Hello(_Msg):
     #: "run": a heartbeat that changes nothing but the run's heartbeat_at and progress is a
     #: full ``run`` event; "compact": a ``beat`` event ``{id, heartbeat_at, progress}``
     beats: Literal["run", "compact"] = "run"
+    #: False (one-shot clients only): the welcome without the state; the client asks what it
+    #: needs (``query what=runs``), so a listing does not pay for the whole snapshot
+    snapshot: bool = True
 
 
 class DecisionBody(_Msg):
@@ -107,7 +110,7 @@ class Query(_Msg):
     type: Literal["query"]
     id: str = Field(min_length=1, max_length=128)
     what: Literal["run", "audit", "plan", "capabilities", "snapshot", "stats", "policy",
-                  "policy_check", "obligations", "notify_test"]
+                  "policy_check", "obligations", "notify_test", "runs"]
     run_id: str | None = None
     invocation: dict[str, Any] | None = None  # policy_check: the Invocation to evaluate
     state: Literal["open", "fulfilled", "overdue", "waived"] | None = None  # obligations
@@ -120,6 +123,10 @@ class Query(_Msg):
     identity: str | None = Field(default=None, max_length=1024)  # audit: this actor only
     actions: list[Annotated[str, Field(max_length=128)]] | None = Field(
         default=None, max_length=64)  # audit: these actions only
+    # runs: the listing ``irq runs`` prints, filtered on the gateway
+    states: list[Annotated[str, Field(max_length=64)]] | None = Field(default=None, max_length=32)
+    backend: str | None = Field(default=None, max_length=1024)  # runs: dbos, or dbos:local
+    expr: str | None = Field(default=None, max_length=4096)  # runs: the --filter grammar
 
 
 class Focus(_Msg):

@@ -56,6 +56,7 @@ from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
 from console.gateway.webhooks import Webhooks
 from console.model import AuditEntry, BackendHealth, Role, Run, utcnow
+from console.run_filter import listed_runs
 
 log = logging.getLogger("irq.gateway")
 
@@ -442,8 +443,10 @@ class Gateway:
             replay = replay[:EVENTS_PER_FRAME]
             cursor = replay[-1].seq if replay else self.hub.seq
             first = self._events_frame(replay, flt, compact, replay=True)
-        else:
+        elif hello.snapshot or hello.subscribe:
             cursor, first = await self._snapshot_frame(flt)
+        else:  # a one-shot client that asks for what it needs
+            cursor, first = self.hub.seq, None
         if hello.subscribe:
             sub = Subscriber(wake=wake.set, cursor=cursor, filter=flt, compact_beats=compact)
             self.hub.subscribers.add(sub)
@@ -681,6 +684,8 @@ class Gateway:
         now = utcnow()
         if q.what == "snapshot":
             return self.hub.snapshot(now)
+        if q.what == "runs":
+            return self._listing(q, now)
         if q.what == "capabilities":
             return {k: b.capabilities().contract() for k, b in self.backends.items()}
         if q.what == "stats":
@@ -705,6 +710,13 @@ class Gateway:
         if run is None:
             raise FrameError("not_found", f"no such run: {q.run_id}", q.id)
         return await self._run_detail(run, now)
+
+    def _listing(self, q: Query, now: Any) -> dict[str, Any]:
+        """``irq runs``: the runs' contracts, filtered and sorted here, and the backends'
+        health (the CLI warns about unreachable ones) -- not the whole snapshot."""
+        runs = listed_runs(self.hub.runs.values(), q.states or (), q.backend, q.expr, now)
+        return {"seq": self.hub.seq, "runs": [r.contract(now) for r in runs],
+                "backends": [b.contract(now) for b in self.hub.backends.values()]}
 
     async def _run_detail(self, run: Run, now: Any) -> dict[str, Any]:
         data = run.contract(now)

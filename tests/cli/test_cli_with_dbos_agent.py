@@ -165,6 +165,18 @@ def test_operator_path_through_the_cli_against_a_real_dbos_agent(fleet: Fleet):
     assert INTERRUPT_ID in inbox_text and "Deploy to prod?" in inbox_text
     lines = irq("runs", "-o", "jsonl", env=env).stdout.splitlines()
     assert [json.loads(line)["id"] for line in lines] == [RUN_ID]
+    # listed and filtered on the gateway: --state, --backend and --filter each narrow it
+    def listed(*args: str) -> list[str]:
+        out = irq("runs", "-o", "json", *args, env=env)
+        assert out.code == 0, out.stderr
+        return [r["id"] for r in json.loads(out.stdout)]
+
+    assert listed("--state", "waiting,late") == [RUN_ID]
+    assert listed("--state", "completed") == []
+    assert listed("--backend", "dbos") == [RUN_ID] == listed("--backend", "dbos:local")
+    assert listed("--backend", "temporal") == []
+    assert listed("--filter", "has:gpu has:interrupt") == [RUN_ID]
+    assert listed("--filter", "-has:gpu") == []
 
     # approve by a short id; a second approval is a conflict (exit 4) and is not delivered
     approved = irq("approve", "wf-cli-1/1", "--reason", "ship it", "--yes", env=env)

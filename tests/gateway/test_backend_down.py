@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,30 @@ async def _until(client: GatewayClient, predicate, timeout_s: float = 20.0) -> N
             pass
 
 
+async def _listing_warns(url: str, token: str, home: Path) -> None:
+    """``irq runs`` asks the gateway for its listing (no snapshot) and still says which
+    backend is down, on stderr, with an empty listing on stdout."""
+    one_shot = GatewayClient(url, token, subscribe=False, snapshot=False)
+    await one_shot.connect()
+    try:
+        listing = await one_shot.query("runs", states=["running"], expr="has:gpu")
+        assert not one_shot.view.backends and not one_shot.view.runs  # no snapshot came
+    finally:
+        await one_shot.close()
+    assert listing["runs"] == []
+    [down] = listing["backends"]
+    assert (down["backend"], down["context"], down["reachable"]) == ("dbos", "local", False)
+    env = {**os.environ, "IRQ_URL": url, "IRQ_TOKEN": token, "IRQ_HOME": str(home)}
+    proc = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "irq"), "runs", "-o", "json", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err
+    assert out.decode().strip() == "[]"
+    assert "warning: backend dbos:local is unreachable" in err.decode()
+    assert "does not exist" in err.decode()
+
+
 async def test_missing_dbos_database_is_stale_then_recovers_when_it_appears(tmp_path: Path):
     db = tmp_path / "later" / "sys.db"
     token = create_token(Role.VIEWER, "watcher", tmp_path)
@@ -38,6 +63,7 @@ async def test_missing_dbos_database_is_stale_then_recovers_when_it_appears(tmp_
             await _until(client, lambda: health() is not None and "does not exist" in health().error)
             assert health().reachable is False
             assert await client.ping() >= 0  # the gateway itself stays up
+            await _listing_warns(f"ws://127.0.0.1:{gw.port}", token, tmp_path)
 
             db.parent.mkdir()
             code = (  # a real DBOS app launching on it creates the system database
