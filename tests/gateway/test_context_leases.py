@@ -123,7 +123,7 @@ def test_two_gateways_reaching_for_the_same_free_leases_at_once_get_one_each(
         a, b = keeper("gw-a", contexts), keeper("gw-b", contexts)
         barrier = threading.Barrier(2)
 
-        def race(k: ContextLeases) -> None:
+        def race(k: ContextLeases, barrier: threading.Barrier = barrier) -> None:
             barrier.wait()
             k.renew()
 
