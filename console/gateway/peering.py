@@ -259,7 +259,11 @@ class Peering:
                 self.hub.agent_heartbeat(item["run"], AgentHeartbeat.model_validate(
                     item["beat"]), reporter)
         elif k == "event":
-            self.hub.publish(str(item["kind"]), dict(item["data"]))
+            data = dict(item["data"])
+            self.hub.publish(str(item["kind"]), data)
+            if (item["kind"] == "audit" and data.get("action") == "resume"
+                    and data.get("outcome") == "applied"):  # as on the gateway that resumed:
+                self.hub.unbind(str(data.get("target")))  # any worker of its scope reports
         elif k == "decided":
             iid = str(item.get("id"))
             intr = self.hub.interrupts.get(iid)
