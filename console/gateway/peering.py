@@ -99,6 +99,11 @@ class Peering:
         if self.enabled:
             hub.listeners.append(self._listener)
 
+    def set_origin(self, origin: str) -> None:
+        self.origin = origin
+        if self.events is not None:
+            self.events.origin = origin
+
     # ------------------------------------------------------------------------ outgoing
 
     def observed(self, key: str, runs: list[Run], gone: list[str],

@@ -56,6 +56,7 @@ from console.gateway.protocol import (
 )
 from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
+from console.gateway.shared_tokens import SharedTokens
 from console.gateway.webhooks import Webhooks
 from console.model import AuditEntry, BackendHealth, Role, Run, utcnow
 
@@ -127,6 +128,8 @@ class Gateway:
         self._agents: set[Any] = set()  # open /agent connections (policy frames go to all)
         self.ledger = JournalPauseLedger(self.journal)
         self.tokens = TokenStore(tokens_path(settings.home))
+        if not self.journal.exclusive:  # tokens of every gateway on this journal count here
+            self.tokens.share(SharedTokens(self.journal, settings.owner).sync)
         self._open_sessions: dict[Any, Principal] = {}  # websocket -> who (token lifecycle)
         self._closing: set[asyncio.Task[None]] = set()
         self.backends: dict[str, Backend] = {}
@@ -197,9 +200,18 @@ class Gateway:
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
         self.webhooks.gateway = f"{self.settings.scheme}://{self.settings.host}:{self.port}"
+        if self.leases.shared and not self.settings.gateway_id and not self.settings.port:
+            # --port 0: HOST:0 would name every such gateway alike; the port it got names it
+            import socket
+
+            self.leases.holder = f"{socket.gethostname()}:{self.port}"
+            self.peering.set_origin(self.leases.holder)
         if self.leases.shared:
             with contextlib.suppress(Exception):  # the lease loop tries again every second
                 await self._renew_leases()
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.tokens.sync_shared)
+            self._tasks.append(asyncio.create_task(self._share_tokens()))
             self._tasks.append(asyncio.create_task(self._lease_loop()))
             self._tasks.append(asyncio.create_task(self.peering.run()))
         else:
@@ -344,6 +356,14 @@ class Gateway:
             log.info("no longer observing %s (lease held by another gateway)", key)
             self._lease_held[key].clear()
             self.peering.context_lost(key)
+
+    async def _share_tokens(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                await asyncio.to_thread(self.tokens.sync_shared)
+            except Exception as exc:
+                log.warning("sharing tokens through the journal failed: %s", exc)
 
     def _context_read(self, key: str) -> None:
         """A context another gateway observes was reported by it (or nobody did in time)."""
