@@ -101,8 +101,10 @@ async def test_contexts_are_leased_once_seen_everywhere_and_taken_over_after_a_k
     wid = worker.enqueue(plan(step("prepare", 1.0), deploy(step("ship"))))
     run_id = f"dbos:one/{wid}"
     async with GatewayClient(b.url, b.tokens["operator"]) as bob:
+        async def b_took_its_share() -> bool:  # at its next round after A released it
+            return (await _peers(bob))["held"] == ["dbos:two"]
+        await _until("B takes dbos:two", b_took_its_share, 5)
         peers = await _peers(bob)
-        assert peers["held"] == ["dbos:two"], peers
         assert {row["context"]: row["holder"] for row in peers["leases"]} == {
             "dbos:one": a.owner, "dbos:two": b.owner}
 
