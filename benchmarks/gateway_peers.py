@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import signal
 import statistics
 import sys
@@ -82,6 +83,7 @@ async def _handover(gws: list[GatewayProcess], tokens: dict[str, str], victim: i
     await _until(alive, tokens[alive.name], _balanced)
     await _until(dead, tokens[dead.name], _balanced)
     assert dead.child is not None and dead.child.popen is not None
+    await asyncio.sleep(random.uniform(0.0, 1.0))  # anywhere in the victim's lease round
     began = time.monotonic()
     os.kill(dead.pid, sig)
     await _until(alive, tokens[alive.name], lambda h: h == set(CONTEXTS))
