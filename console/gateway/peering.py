@@ -83,11 +83,13 @@ class Peering:
         self.events = PeerEvents(journal, self.origin) if self.enabled else None
         self.cursor = 0
         self._out: list[dict[str, Any]] = []
-        self._beats_out: dict[str, dict[str, Any]] = {}
+        #: beats to send (the latest per run) and the latest received here, for a joining
+        #: peer: kept as parsed and encoded only when sent (a flood costs a dict write each)
+        self._beats_out: dict[str, tuple[AgentHeartbeat, Reporter | None]] = {}
         self._sent_runs: dict[str, dict[str, Run]] = {}
         self._sent_interrupts: dict[str, tuple[list[dict[str, Any]], bool]] = {}
         self._sent_health: dict[str, dict[str, Any]] = {}
-        self._beats: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._beats: OrderedDict[str, tuple[AgentHeartbeat, Reporter | None]] = OrderedDict()
         self._applying = False
         self._answer_join = False
         self._wake = asyncio.Event()
@@ -156,11 +158,8 @@ class Peering:
             return
         if beat.at is None:
             beat = beat.model_copy(update={"at": datetime.now(UTC)})
-        item = {"k": "beat", "run": run_id, "beat": beat.model_dump(mode="json"),
-                "tok": reporter.token_id if reporter else None,
-                "who": reporter.identity if reporter else None}
-        self._beats_out[run_id] = item
-        self._beats[run_id] = item
+        self._beats_out[run_id] = (beat, reporter)
+        self._beats[run_id] = (beat, reporter)
         self._beats.move_to_end(run_id)
         while len(self._beats) > MAX_BEATS_KEPT:
             self._beats.popitem(last=False)
@@ -203,7 +202,7 @@ class Peering:
             if key in self._sent_health:
                 health = {k: v for k, v in self._sent_health[key].items() if k != "_at"}
                 items.append({"k": "health", "ctx": key, "health": health})
-        items.extend(self._beats.values())
+        items.extend(_beat_item(run_id, *held) for run_id, held in self._beats.items())
         return items
 
     def flush(self) -> tuple[str, list[dict[str, Any]]] | None:
@@ -212,7 +211,7 @@ class Peering:
         if self._answer_join:
             self._answer_join = False
             items = self._full_state() + items
-        items.extend(self._beats_out.values())
+        items.extend(_beat_item(run_id, *out) for run_id, out in self._beats_out.items())
         self._beats_out = {}
         return ("batch", items) if items else None
 
@@ -360,3 +359,9 @@ class Peering:
         return {"cursor": self.cursor, **self.counters,
                 "peers_seen_s_ago": {o: round(now - t, 2)
                                      for o, t in sorted(self.peers_seen.items())}}
+
+
+def _beat_item(run_id: str, beat: AgentHeartbeat, reporter: Reporter | None) -> dict[str, Any]:
+    return {"k": "beat", "run": run_id, "beat": beat.model_dump(mode="json", exclude_none=True),
+            "tok": reporter.token_id if reporter else None,
+            "who": reporter.identity if reporter else None}
