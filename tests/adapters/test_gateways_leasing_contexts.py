@@ -6,7 +6,8 @@ pushing its heartbeats to A, ``dbos:two`` with no database: unreachable); B join
 fair share, takes ``dbos:two`` while A keeps ``dbos:one``. An operator connected to B sees
 the run A observes, its heartbeats (pushed to A only) and its interrupt; the operator's
 decision on B reaches the agent once. Then A is SIGKILLed: B holds both contexts within a
-few seconds (the lease lapses after 3 s). Nothing is mocked; the PostgreSQL server is the
+few seconds (the lease lapses after 3 s); restarted, A catches up from B's current state and
+takes its share back. Nothing is mocked; the PostgreSQL server is the
 ``pgserver`` wheel's (tests/adapters/postgres_server.py), processes stop by their own pid.
 """
 
@@ -148,3 +149,15 @@ async def test_contexts_are_leased_once_seen_everywhere_and_taken_over_after_a_k
             await asyncio.wait_for(bob.updates(), 5)
             return f"dbos:one/{wid2}" in bob.view.runs
         await _until("B observes dbos:one on its own", new_run_seen)
+
+    # A comes back: it catches up from B's current state (not from history) and gets its share
+    a.start()
+    async with GatewayClient(a.url, a.tokens["operator"]) as on_a:
+        async def caught_up() -> bool:
+            await asyncio.wait_for(on_a.updates(), 5)
+            return {run_id, f"dbos:one/{wid2}"} <= set(on_a.view.runs)
+        await _until("the restarted A shows the runs B observes", caught_up, 15)
+
+        async def rebalanced() -> bool:
+            return (await _peers(on_a))["held"] == ["dbos:two"]
+        await _until("A takes its share back", rebalanced, 10)
