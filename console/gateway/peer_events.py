@@ -25,6 +25,7 @@ CHANNEL = "irq_gateway_events"
 #: ``pg_advisory_xact_lock`` key serialising writers ("irqe" in ASCII)
 WRITE_LOCK = 0x69727165
 KEEP_S = 300.0  # rows older than this are pruned
+ROW_BYTES = 1 << 20  # a batch is split over rows of about this size (a joining peer's state)
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS irq_gateway_events (
@@ -55,17 +56,34 @@ class PeerEvents:
         journal.create_tables(list(SCHEMA))
 
     def write(self, kind: str, payload: Any) -> int:
-        """One row, NOTIFYd on commit; its ``seq``."""
+        """One row (a batch's items split over several rows of at most
+        :data:`ROW_BYTES` each, in one transaction), NOTIFYd on commit; the last ``seq``."""
+        bodies: list[str] = []
+        if not isinstance(payload, list):
+            bodies.append(json.dumps(payload))
+        else:
+            part: list[str] = []
+            size = 0
+            for item in payload:
+                encoded = json.dumps(item)
+                if part and size + len(encoded) > ROW_BYTES:
+                    bodies.append("[" + ",".join(part) + "]")
+                    part, size = [], 0
+                part.append(encoded)
+                size += len(encoded) + 1
+            bodies.append("[" + ",".join(part) + "]")
         with self.journal.transaction() as tx:
             tx.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
-            seq = int(tx.execute(
-                "INSERT INTO irq_gateway_events (origin, kind, payload, at)"
-                " VALUES (?, ?, CAST(? AS JSONB), extract(epoch from clock_timestamp()))"
-                " RETURNING seq", (self.origin, kind, json.dumps(payload))).fetchone()[0])
+            seq = 0
+            for body in bodies:
+                seq = int(tx.execute(
+                    "INSERT INTO irq_gateway_events (origin, kind, payload, at)"
+                    " VALUES (?, ?, CAST(? AS JSONB), extract(epoch from clock_timestamp()))"
+                    " RETURNING seq", (self.origin, kind, body)).fetchone()[0])
             tx.execute("SELECT pg_notify(?, ?)", (CHANNEL, str(seq)))
         return seq
 
-    def read_since(self, seq: int, limit: int = 500) -> list[PeerRow]:
+    def read_since(self, seq: int, limit: int = 50) -> list[PeerRow]:
         """The peers' rows after ``seq`` (not this gateway's own), oldest first."""
         with self.journal.transaction() as tx:
             rows = tx.execute(

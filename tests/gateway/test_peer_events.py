@@ -114,6 +114,19 @@ def test_rows_are_read_in_seq_order_after_a_cursor(side: Opener) -> None:
     assert events.prune(keep_s=0.0) == 5 and events.read_since(0) == []
 
 
+def test_a_large_batch_is_split_over_rows_and_read_back_whole(side: Opener) -> None:
+    from console.gateway import peer_events
+
+    a = side("gw-a")
+    events = PeerEvents(a.journal, "gw-a")
+    items = [{"k": "noop", "pad": "x" * 1000, "n": n} for n in range(3000)]  # ~3 MB
+    last = events.write("batch", items)
+    rows = events.read_since(0)
+    assert len(rows) >= 3 and rows[-1].seq == last
+    assert all(len(str(r.payload)) < 2 * peer_events.ROW_BYTES for r in rows)
+    assert [i["n"] for r in rows for i in r.payload] == list(range(3000))
+
+
 def test_the_holders_observations_and_an_agents_beats_reach_the_other_hub(side: Opener) -> None:
     a, b = two(side)
     assert a.leases.held == set(CONTEXTS) and b.leases.held == set()
