@@ -156,7 +156,7 @@ class Gateway:
         # what each observes sent to the others (context_leases.py, peering.py)
         self.leases = ContextLeases(self.journal, settings.owner, list(self.backends))
         self._lease_held: dict[str, asyncio.Event] = {k: asyncio.Event() for k in self.backends}
-        self._lease_ok_at = time.monotonic()
+        self._lease_warned_at = 0.0
         self.peering = Peering(self.hub, self.journal, self.leases,
                                decided=self.journal.decision,
                                refresh_interrupt=self.executor.refresh_approvals,
@@ -325,23 +325,23 @@ class Gateway:
 
     async def _renew_leases(self) -> None:
         change = await asyncio.to_thread(self.leases.renew)
-        self._lease_ok_at = time.monotonic()
         self._apply_leases(set(change.taken), set(change.lost))
 
     async def _lease_loop(self) -> None:
-        """Renew, balance and take leases every RENEW_S; a gateway that cannot reach the
-        journal for longer than a lease lasts stops polling (a peer holds its contexts)."""
+        """Renew, balance and take leases every RENEW_S. A gateway that cannot reach the
+        journal keeps polling what it held (observing is idempotent, and with the database
+        down no peer can take a lease either: clients keep seeing their backends); its first
+        round after the journal is back tells it which of them a peer took meanwhile."""
         started = time.monotonic()
         while True:
             await asyncio.sleep(RENEW_S)
             try:
                 await self._renew_leases()
-            except Exception as exc:
-                log.warning("renewing context leases failed: %s", exc)
-                if time.monotonic() - self._lease_ok_at > TTL_S and self.leases.held:
-                    lost = set(self.leases.held)
-                    self.leases.held = set()
-                    self._apply_leases(set(), lost)
+            except Exception as exc:  # one line per 30 s of an outage, not one a second
+                if time.monotonic() - self._lease_warned_at >= 30.0:
+                    self._lease_warned_at = time.monotonic()
+                    log.warning("renewing context leases failed (polling on what this gateway "
+                                "held): %s", exc)
             if time.monotonic() - started > 2 * TTL_S:  # a context nobody reported yet
                 for key in self.backends:
                     if not self.leases.holds(key):
