@@ -8,10 +8,13 @@ database's clock):
 - it renews its membership (``irq_lease_member``) and the leases it holds, each for
   :data:`TTL_S`; a lease it no longer finds under its name was taken (it had lapsed) and is
   no longer held;
-- fair share: with N contexts and M live members a gateway holds at most ceil(N / M); a
-  surplus is released (a peer takes it on its next round, so a joining gateway gets its share
-  within a second or two);
-- it takes free or lapsed leases up to its share: ``INSERT … ON CONFLICT DO UPDATE … WHERE
+- fair share (:func:`assignment`, computed alike by every gateway from the same rows): with
+  N contexts and M live members no gateway is given more than ceil(N / M) while another one
+  serving that context has room; a current holder keeps its contexts up to that share, so a
+  joining gateway moves only the surplus, which its holder releases and the joiner takes at
+  its next round (a second or two); a context only one gateway has a backend for stays
+  with it;
+- it takes the free or lapsed leases given to it: ``INSERT … ON CONFLICT DO UPDATE … WHERE
   expires_at < now``, so of two gateways reaching for one lease exactly one gets it.
 
 A gateway that stops cleanly releases its leases and its membership (:meth:`release_all`):
@@ -25,7 +28,6 @@ written.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,21 +116,26 @@ class ContextLeases:
             "UPDATE irq_context_lease SET expires_at=? WHERE holder=? AND expires_at>=?"
             " RETURNING context_key", (until, self.holder, now)).fetchall()}
         held &= set(self.contexts)
-        self.members = sorted(r[0] for r in tx.execute(
-            "SELECT holder FROM irq_lease_member WHERE expires_at>=?", (now,)).fetchall())
-        live = max(1, len(self.members))
-        share = math.ceil(len(self.contexts) / live) if self.contexts else 0
-        if len(held) > share:  # a peer joined: hand the surplus over (it takes it next round)
-            surplus = sorted(held)[share:]
-            tx.execute("DELETE FROM irq_context_lease WHERE holder=? AND context_key = ANY(?)",
-                       (self.holder, surplus))
-            held -= set(surplus)
+        serving = {r[0]: {c for c in str(r[1]).split(",") if c} for r in tx.execute(
+            "SELECT holder, contexts FROM irq_lease_member WHERE expires_at>=?",
+            (now,)).fetchall()}
+        serving[self.holder] = set(self.contexts)
+        self.members = sorted(serving)
         rows = {r[0]: (r[1], float(r[2])) for r in tx.execute(
             "SELECT context_key, holder, expires_at FROM irq_context_lease"
             " WHERE context_key = ANY(?)", (self.contexts,)).fetchall()}
-        free = [c for c in self.contexts
-                if c not in held and (c not in rows or rows[c][1] < now)]
-        for context_key in free[:max(0, share - len(held))]:
+        current = {c: h for c, (h, e) in rows.items() if e >= now}
+        want = {c for c, m in assignment(serving, current).items() if m == self.holder}
+        surplus = sorted(held - want)
+        if surplus:  # assigned to a live peer (one joined): it takes them at its next round
+            tx.execute("DELETE FROM irq_context_lease WHERE holder=? AND context_key = ANY(?)",
+                       (self.holder, surplus))
+            held -= set(surplus)
+            for c in surplus:
+                rows.pop(c, None)
+        for context_key in sorted(want - held):
+            if context_key in current and current[context_key] != self.holder:
+                continue  # still held by a live peer, which releases it at its next round
             got = tx.execute(
                 "INSERT INTO irq_context_lease (context_key, holder, expires_at, taken_at)"
                 " VALUES (?,?,?,?) ON CONFLICT (context_key) DO UPDATE SET"
@@ -163,3 +170,41 @@ class ContextLeases:
             "rounds": self.rounds,
             "taken": self.taken_total,
         }
+
+
+def assignment(serving: dict[str, set[str]], current: dict[str, str]) -> dict[str, str]:
+    """Who should observe each context: ``serving`` (live gateway -> the contexts it has a
+    backend for), ``current`` (context -> its unexpired holder). Every gateway computes the
+    same answer from the same rows.
+
+    Fair share: no gateway is given more than ceil(contexts / gateways) while another serving
+    that context has room. Sticky: a current holder keeps its contexts up to that share, so
+    a join moves only the surplus. Contexts fewer gateways can serve are placed first, so a
+    gateway with a context nobody else has keeps that one rather than a shared one."""
+    contexts = sorted(set().union(*serving.values())) if serving else []
+    if not contexts:
+        return {}
+    floor, extras = divmod(len(contexts), len(serving))  # ``extras`` gateways get one more
+    candidates = {c: sorted(m for m, served in serving.items() if c in served)
+                  for c in contexts}
+    order = sorted(contexts, key=lambda c: (len(candidates[c]), c))
+    load = dict.fromkeys(serving, 0)
+    placed: dict[str, str] = {}
+    for c in order:  # sticky first: a holder keeps up to the floor of the share...
+        holder = current.get(c)
+        if holder in load and holder in candidates[c] and load[holder] < floor:
+            placed[c] = holder
+            load[holder] += 1
+    for c in order:  # ...and one more while some gateways may have one more than the floor
+        holder = current.get(c)
+        if c not in placed and extras and holder in load and holder in candidates[c] \
+                and load[holder] == floor:
+            placed[c] = holder
+            load[holder] += 1
+            extras -= 1
+    for c in order:  # the rest to the least loaded gateway serving it
+        if c not in placed:
+            chosen = min(candidates[c], key=lambda m: (load[m], m))
+            placed[c] = chosen
+            load[chosen] += 1
+    return placed

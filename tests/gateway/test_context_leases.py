@@ -149,3 +149,38 @@ def test_on_the_sqlite_journal_every_context_is_held_and_nothing_is_written(
         assert "irq_context_lease" not in tables
     finally:
         journal.close()
+
+
+def test_gateways_with_different_backends_share_what_they_can_and_nothing_is_left_unpolled(
+        keeper: Keeper) -> None:
+    a = keeper("gw-a")  # all four contexts
+    b = keeper("gw-b", ["dbos:a", "dbos:b"])  # only two of them
+    a.renew()
+    for _ in range(4):
+        b.renew()
+        a.renew()
+    assert b.held == {"dbos:a", "dbos:b"} and a.held == {"temporal:c", "restate:d"}
+    for _ in range(3):  # stable
+        b.renew()
+        a.renew()
+        assert b.held == {"dbos:a", "dbos:b"} and a.held == {"temporal:c", "restate:d"}
+    b.release_all()
+    a.renew()
+    assert a.held == set(CONTEXTS)
+
+
+def test_the_assignment_is_fair_sticky_and_places_the_rarest_contexts_first() -> None:
+    from console.gateway.context_leases import assignment
+
+    everything = set(CONTEXTS)
+    two = {"gw-a": everything, "gw-b": everything}
+    placed = assignment(two, dict.fromkeys(CONTEXTS, "gw-a"))
+    assert sorted(placed.values()).count("gw-a") == 2  # A keeps two, B gets two
+    assert all(placed[c] == "gw-a" for c in sorted(CONTEXTS)[:2])  # the ones A keeps
+    assert assignment(two, placed) == placed  # and then nothing moves
+    three = {**two, "gw-c": everything}  # a third joins: 2, 1, 1, and only one context moves
+    spread = assignment(three, placed)
+    assert sorted(list(spread.values()).count(m) for m in three) == [1, 1, 2]
+    assert sum(spread[c] != placed[c] for c in CONTEXTS) == 1
+    only_a = {"gw-a": everything, "gw-b": {"dbos:a"}}
+    assert assignment(only_a, dict.fromkeys(CONTEXTS, "gw-a"))["dbos:a"] == "gw-b"
