@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/restate_hang.py
 	$(BIN)/python benchmarks/langgraph_inbox.py
 	$(BIN)/python benchmarks/cli_startup.py
+	$(BIN)/python benchmarks/gateway_peers.py  # two gateways, one PostgreSQL -> results/peers.json
 
 # fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
 # journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table

@@ -35,6 +35,7 @@ class ExitCode(IntEnum):
 ERROR_CODES: dict[str, ExitCode] = {
     "not_found": ExitCode.NOT_FOUND,
     "conflict": ExitCode.CONFLICT,
+    "interrupt_changed_elsewhere": ExitCode.CONFLICT,  # decided through a peer gateway
     "unauthorized": ExitCode.UNAUTHORIZED,
     "forbidden": ExitCode.UNAUTHORIZED,
     "unreachable": ExitCode.UNREACHABLE,

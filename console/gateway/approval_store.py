@@ -11,12 +11,16 @@ SQLite connection: approvals survive a gateway restart.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from console.gateway.journal_store import AlsoWrite, DuplicateRow, JournalStore, JournalTx
 from console.model import utcnow
+
+#: first key of the two-key ``pg_advisory_xact_lock`` on an interrupt's approvals ("irqa")
+APPROVAL_LOCK = 0x69727161
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -105,6 +109,44 @@ class ApprovalStore:
             return False
         self._approved.add(interrupt_id)
         return True
+
+    def record_unless_last(self, interrupt_id: str, identity: str, *, needed: int, kind: str,
+                           args: dict[str, Any] | None, rule: str,
+                           command: Callable[[int], RecordedCommand]
+                           ) -> RecordedCommand | Literal["last"] | None:
+        """:meth:`record`, unless this approval is the last one needed (``"last"``: nothing
+        written; the caller grants it with the decision's intent). The approvals are counted
+        and written in one transaction under a lock on the interrupt (on PostgreSQL an
+        advisory lock, on SQLite the database's write lock), so of two approvers on two
+        gateways exactly one is told it is the last. ``command(n)``: the command row for the
+        n-th approval. None: ``identity`` already approved."""
+        now = utcnow().isoformat()
+        try:
+            with self.journal.transaction() as tx:
+                if tx.dialect == "postgresql":
+                    tx.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))",
+                               (APPROVAL_LOCK, interrupt_id))
+                else:  # take the write lock now: the count below is then the latest
+                    tx.execute("DELETE FROM approvals WHERE interrupt_id='' AND identity=''")
+                rows = tx.execute("SELECT identity FROM approvals WHERE interrupt_id=?",
+                                  (interrupt_id,)).fetchall()
+                if any(r[0] == identity for r in rows):
+                    return None
+                if len(rows) + 1 >= needed:
+                    return "last"
+                recorded = command(len(rows) + 1)
+                _insert(tx, interrupt_id, identity, kind, args, rule, recorded.key, now)
+                tx.execute(
+                    "INSERT INTO commands (key, target, action, identity, role, reason,"
+                    " payload, plan, status, detail, created_at, finished_at)"
+                    " VALUES (?,?,?,?,?,?,?,NULL,'recorded',?,?,?)",
+                    (recorded.key, interrupt_id, kind, identity, recorded.role,
+                     recorded.reason, json.dumps({"approval": {"rule": rule}}),
+                     recorded.detail, now, now))
+        except DuplicateRow:
+            return None
+        self._approved.add(interrupt_id)
+        return recorded
 
     def grant(self, interrupt_id: str, identity: str, *, kind: str,
               args: dict[str, Any] | None, rule: str) -> AlsoWrite:

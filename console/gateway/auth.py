@@ -30,7 +30,7 @@ import os
 import re
 import secrets
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -294,20 +294,45 @@ class TokenStore:
         self._by_hash: dict[str, _Stored] = {}
         self._by_id: dict[str, _Stored] = {}
         self._last_write: dict[str, float] = {}  # token id -> monotonic time of the last write
+        #: set by :meth:`share`: the entries of the gateways sharing this one's journal
+        self._share: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+        self._shared: tuple[int, list[dict[str, Any]]] = (0, [])
+        self._shared_seen = 0
+
+    def share(self, sync: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+        """Accept the tokens of every gateway sharing this one's journal too (and offer this
+        one's): ``sync(local entries)`` returns the shared entries (shared_tokens.py). Called
+        through :meth:`sync_shared`, in the background: a handshake never waits on it."""
+        self._share = sync
+
+    def sync_shared(self) -> None:
+        """Exchange entries with the shared store (blocking: run it in a thread)."""
+        if self._share is None:
+            return
+        try:
+            local = _read(self.path)
+        except ValueError:
+            local = []
+        shared = self._share(local)
+        self._shared = (self._shared[0] + 1, shared)
 
     def _refresh(self) -> None:
         try:
-            mtime = self.path.stat().st_mtime_ns
+            mtime: float | None = self.path.stat().st_mtime_ns
         except FileNotFoundError:
-            self._by_hash, self._by_id, self._mtime = {}, {}, None
+            mtime = None
+        version, shared = self._shared
+        if mtime == self._mtime and version == self._shared_seen:
             return
-        if mtime == self._mtime:
-            return
+        self._shared_seen = version
         by_hash: dict[str, _Stored] = {}
-        for entry in _read(self.path):
+        local = _read(self.path) if mtime is not None else []
+        for entry in [*shared, *local]:  # a revocation in either counts
             try:
+                known = by_hash.get(entry["sha256"])
                 by_hash[entry["sha256"]] = _Stored(_principal(entry), _when(entry.get(
-                    "expires_at")), bool(entry.get("revoked_at")))
+                    "expires_at")), bool(entry.get("revoked_at"))
+                    or (known is not None and known.revoked))
             except (KeyError, ValueError, TypeError):
                 continue
         self._by_hash, self._mtime = by_hash, mtime

@@ -35,6 +35,7 @@ from console.gateway.hub import Hub
 from console.gateway.journal_store import (
     AlsoWrite,
     CommandRow,
+    DecisionClaim,
     DuplicateRow,
     Intent,
     JournalStore,
@@ -346,6 +347,12 @@ class CommandExecutor:
             if begun.status == "conflict":
                 claim = begun.claim
                 by = f" by {claim.identity} at {claim.at:%H:%M:%S}" if claim else ""
+                elsewhere = self._claimed_elsewhere(claim)
+                if elsewhere:  # this gateway's view had not caught up with a peer's decision
+                    return self._audited(cmd, who, CommandResult(
+                        **base, outcome="conflict", error="interrupt_changed_elsewhere",
+                        detail=f"interrupt was decided{by} through gateway {elsewhere}; "
+                        "this gateway had not shown that yet"))
                 return self._audited(cmd, who, CommandResult(
                     **base, outcome="conflict", error="conflict",
                     detail=f"interrupt is already being decided{by}"))
@@ -359,6 +366,15 @@ class CommandExecutor:
         if withdraw is not None:
             self._show_approvals_now(target)
         return result
+
+    def _claimed_elsewhere(self, claim: DecisionClaim | None) -> str:
+        """The peer gateway (shared journal) whose command holds ``claim``; "" when it is
+        this gateway's own or the journal is not shared."""
+        if claim is None or self.journal.exclusive:
+            return ""
+        row = self.journal.command(claim.command_key, claim.interrupt_id)
+        owner = row.owner if row is not None else ""
+        return owner if owner and owner != self.journal.owner else ""
 
     def _four_eyes(self, cmd: Command, who: Principal, intr: Interrupt, decision: Decision,
                    rule: InterruptRule) -> CommandResult | None:
@@ -383,16 +399,23 @@ class CommandExecutor:
                 "every approver must approve the same arguments (or reject)"))
         if len(earlier) + 1 >= rule.approvers:
             return None
-        detail = recorded_text(rule, who.identity, len(earlier) + 1)
-        if not self.approvals.record(
-                intr.id, who.identity, kind=decision.kind.value, args=args, rule=rule.rule,
-                command=RecordedCommand(key=cmd.id, role=who.role.value, reason=cmd.reason,
-                                        detail=detail)):
+        # counted again under the interrupt's lock in the journal: two approvers on two
+        # gateways sharing it are ordered there, so one of them is the last (never both
+        # recorded as "not the last")
+        recorded = self.approvals.record_unless_last(
+            intr.id, who.identity, needed=rule.approvers, kind=decision.kind.value, args=args,
+            rule=rule.rule, command=lambda n: RecordedCommand(
+                key=cmd.id, role=who.role.value, reason=cmd.reason,
+                detail=recorded_text(rule, who.identity, n)))
+        if recorded == "last":
+            return None
+        if recorded is None:
             return self._audited(cmd, who, CommandResult(
                 **base, outcome="forbidden", error="forbidden",
                 detail=already_approved(rule, who.identity)))
         self._show_approvals_now(intr.id)
-        return self._audited(cmd, who, CommandResult(**base, outcome="recorded", detail=detail))
+        return self._audited(cmd, who, CommandResult(**base, outcome="recorded",
+                                                     detail=recorded.detail))
 
     # ------------------------------------------------------------------------ governance
 
@@ -406,6 +429,10 @@ class CommandExecutor:
         if rule is None:
             return intr
         return with_approvals(intr, rule, [a.contract() for a in self.approvals.approvals(intr.id)])
+
+    def refresh_approvals(self, interrupt_id: str) -> None:
+        """A peer gateway recorded an approval of ``interrupt_id``: show it here too."""
+        self._show_approvals_now(interrupt_id)
 
     def _show_approvals_now(self, interrupt_id: str) -> None:
         intr = self.hub.interrupts.get(interrupt_id)

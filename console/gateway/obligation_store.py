@@ -134,13 +134,14 @@ class ObligationStore:
 
     def mark_overdue(self, now: datetime) -> list[Obligation]:
         """Open obligations whose due time has passed become overdue; those are returned."""
-        with self.journal.transaction() as db:
-            due = _select(db, "WHERE state='open' AND due_ts IS NOT NULL AND due_ts <= ?",
-                          (now.timestamp(),))
-            if due:
-                db.executemany("UPDATE obligations SET state='overdue' WHERE id=? AND"
-                               " state='open'", [(ob.id,) for ob in due])
-        return [ob.model_copy(update={"state": "overdue"}) for ob in due]
+        with self.journal.transaction() as db:  # one statement: on a journal shared by
+            # several gateways each obligation turns overdue (and is returned) exactly once
+            rows = db.execute(
+                "UPDATE obligations SET state='overdue' WHERE state='open' AND due_ts IS NOT"
+                f" NULL AND due_ts <= ? RETURNING {', '.join(_COLUMNS)}",
+                (now.timestamp(),)).fetchall()
+        return [Obligation.model_validate(dict(zip(_COLUMNS, row, strict=True)))
+                for row in rows]
 
     def listing(self, *, state: ObligationState | None = None, run_id: str | None = None,
                 limit: int = 10_000) -> list[Obligation]:

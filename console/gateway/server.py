@@ -25,11 +25,13 @@ from console.gateway.auth import Principal, TokenStore, bearer_token, tokens_pat
 from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.commands import CommandExecutor
+from console.gateway.context_leases import RENEW_S, TTL_S, ContextLeases
 from console.gateway.hub import Event, Hub, Reporter, Subscriber, lag_decision
 from console.gateway.journal import JournalPauseLedger
 from console.gateway.journal_engines import open_journal
 from console.gateway.journal_store import JournalUnavailable
 from console.gateway.obligation_store import ObligationStore
+from console.gateway.peering import PeerHub, Peering
 from console.gateway.policy_commands import PolicyCommands
 from console.gateway.policy_events import PolicyEvents
 from console.gateway.policy_frames import PolicyCommand, PolicyEvent
@@ -54,6 +56,7 @@ from console.gateway.protocol import (
 )
 from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
+from console.gateway.shared_tokens import SharedTokens
 from console.gateway.webhooks import Webhooks
 from console.model import AuditEntry, BackendHealth, Role, Run, utcnow
 from console.run_filter import listed_runs
@@ -109,7 +112,7 @@ class Gateway:
         self.settings = settings
         self.policy = PolicyState(settings.policy_path)
         self.policy.load()  # PolicyError (file, rule, key) before anything else is opened
-        self.hub = Hub(event_log_size=settings.event_log_size)
+        self.hub: Hub = PeerHub(event_log_size=settings.event_log_size)
         self.hub.max_lag = settings.max_client_lag
         # encode once for all clients: events frames by (range, filter, beat form), snapshots
         # by filter (SNAPSHOT_REUSE_S)
@@ -126,6 +129,8 @@ class Gateway:
         self._agents: set[Any] = set()  # open /agent connections (policy frames go to all)
         self.ledger = JournalPauseLedger(self.journal)
         self.tokens = TokenStore(tokens_path(settings.home))
+        if not self.journal.exclusive:  # tokens of every gateway on this journal count here
+            self.tokens.share(SharedTokens(self.journal, settings.owner).sync)
         self._open_sessions: dict[Any, Principal] = {}  # websocket -> who (token lifecycle)
         self._closing: set[asyncio.Task[None]] = set()
         self.backends: dict[str, Backend] = {}
@@ -148,6 +153,15 @@ class Gateway:
         self.executor.refusals = self.refusals
         self.executor.unread = set(self.backends)  # until each backend's first poll succeeds
         self.executor.policy_engine = lambda: self.policy.engine  # operator governance
+        # a shared journal: each backend context polled by one gateway (its leaseholder),
+        # what each observes sent to the others (context_leases.py, peering.py)
+        self.leases = ContextLeases(self.journal, settings.owner, list(self.backends))
+        self._lease_held: dict[str, asyncio.Event] = {k: asyncio.Event() for k in self.backends}
+        self._lease_warned_at = 0.0
+        self.peering = Peering(self.hub, self.journal, self.leases,
+                               decided=self.journal.decision,
+                               refresh_interrupt=self.executor.refresh_approvals,
+                               on_context_read=self._context_read)
         self.policy_commands = PolicyCommands(self.hub, self.journal, self.obligations,
                                               self.policy, self._policy_reloaded, self.refusals)
         self.handshakes = HandshakeLog()
@@ -165,7 +179,7 @@ class Gateway:
         self.port = settings.port
         self.webhooks = Webhooks(settings.notify, settings.url)
         if self.webhooks.hooks:
-            self.hub.listeners.append(self.webhooks.observe)
+            self.hub.listeners.append(self._notify)
 
     # ------------------------------------------------------------------------ lifecycle
 
@@ -187,6 +201,22 @@ class Gateway:
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
         self.webhooks.gateway = f"{self.settings.scheme}://{self.settings.host}:{self.port}"
+        if self.leases.shared and not self.settings.gateway_id and not self.settings.port:
+            # --port 0: HOST:0 would name every such gateway alike; the port it got names it
+            import socket
+
+            self.leases.holder = f"{socket.gethostname()}:{self.port}"
+            self.peering.set_origin(self.leases.holder)
+        if self.leases.shared:
+            with contextlib.suppress(Exception):  # the lease loop tries again every second
+                await self._renew_leases()
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.tokens.sync_shared)
+            self._tasks.append(asyncio.create_task(self._share_tokens()))
+            self._tasks.append(asyncio.create_task(self._lease_loop()))
+            self._tasks.append(asyncio.create_task(self.peering.run()))
+        else:
+            self._apply_leases(set(self.leases.held), set())
         for key, backend in self.backends.items():
             self._tasks.append(asyncio.create_task(self._poll_loop(key, backend)))
         self._tasks.append(asyncio.create_task(self._every(
@@ -206,6 +236,11 @@ class Gateway:
                  self.settings.host, self.port, len(self.backends))
 
     async def stop(self) -> None:
+        if self.leases.shared:  # a clean stop: peers take the contexts over at their next round
+            for task in self._tasks:
+                task.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.to_thread(self.leases.release_all), 5)
         pending = {t for t in self._tasks if not t.done()}
         while pending:
             # cancel again until done: Python 3.11's wait_for can swallow a cancellation that
@@ -245,6 +280,7 @@ class Gateway:
         failures = 0
         url = self.hub.backends[key].url
         while True:
+            await self._lease_held[key].wait()  # polled only by the gateway holding its lease
             last_ok = self.hub.backends[key].last_ok_at
             try:
                 if not started:
@@ -260,9 +296,10 @@ class Gateway:
                     else f"adapter error: {type(exc).__name__}: {exc}")
                 if not isinstance(exc, BackendError | TimeoutError):
                     log.exception("adapter %s failed", key)
-                self.hub.set_health(BackendHealth(backend=backend.name, context=backend.context,
-                                                  url=url, reachable=False, last_ok_at=last_ok,
-                                                  error=message))
+                down = BackendHealth(backend=backend.name, context=backend.context, url=url,
+                                     reachable=False, last_ok_at=last_ok, error=message)
+                self.hub.set_health(down)
+                self.peering.health(key, down)
                 self._polled[key].set()
                 await asyncio.sleep(min(10.0, backend.poll_interval_s * 2 ** min(failures, 4)))
                 continue
@@ -270,7 +307,9 @@ class Gateway:
             health = BackendHealth(backend=backend.name, context=backend.context, url=url,
                                    reachable=True, last_ok_at=utcnow())
             self.hub.set_health(health)
+            self.peering.health(key, health)
             self.hub.observe_runs(obs.runs, obs.gone)
+            self.peering.observed(key, obs.runs, obs.gone, obs.interrupts, obs.complete)
             try:  # the journal says which of them are decided already
                 self.hub.observe_interrupts(key, obs.interrupts, obs.complete,
                                             self.journal.decision)
@@ -282,6 +321,59 @@ class Gateway:
             self.executor.unread.discard(key)  # read once: an unknown target is not found
             self._polled[key].set()
             await asyncio.sleep(backend.poll_interval_s)
+
+    # ------------------------------------------------------------ leases and peers
+
+    async def _renew_leases(self) -> None:
+        change = await asyncio.to_thread(self.leases.renew)
+        self._apply_leases(set(change.taken), set(change.lost))
+
+    async def _lease_loop(self) -> None:
+        """Renew, balance and take leases every RENEW_S. A gateway that cannot reach the
+        journal keeps polling what it held (observing is idempotent, and with the database
+        down no peer can take a lease either: clients keep seeing their backends); its first
+        round after the journal is back tells it which of them a peer took meanwhile."""
+        started = time.monotonic()
+        while True:
+            await asyncio.sleep(RENEW_S)
+            try:
+                await self._renew_leases()
+            except Exception as exc:  # one line per 30 s of an outage, not one a second
+                if time.monotonic() - self._lease_warned_at >= 30.0:
+                    self._lease_warned_at = time.monotonic()
+                    log.warning("renewing context leases failed (polling on what this gateway "
+                                "held): %s", exc)
+            if time.monotonic() - started > 2 * TTL_S:  # a context nobody reported yet
+                for key in self.backends:
+                    if not self.leases.holds(key):
+                        self._context_read(key)
+
+    def _apply_leases(self, taken: set[str], lost: set[str]) -> None:
+        for key in taken:
+            if self.leases.shared:
+                log.info("observing %s (lease taken by %s)", key, self.leases.holder)
+            self._lease_held[key].set()
+        for key in lost:
+            log.info("no longer observing %s (lease held by another gateway)", key)
+            self._lease_held[key].clear()
+            self.peering.context_lost(key)
+
+    async def _share_tokens(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                await asyncio.to_thread(self.tokens.sync_shared)
+            except Exception as exc:
+                log.warning("sharing tokens through the journal failed: %s", exc)
+
+    def _context_read(self, key: str) -> None:
+        """A context another gateway observes was reported by it (or nobody did in time)."""
+        self.executor.unread.discard(key)
+        self._polled[key].set()
+
+    def _notify(self, event: dict[str, Any]) -> None:
+        if self.peering.notifies(event):
+            self.webhooks.observe(event)
 
     async def _recovery_loop(self) -> None:
         """Re-drive journaled intents without outcome once every backend was polled.
@@ -772,6 +864,7 @@ class Gateway:
             "takeovers": self.hub.takeovers,
             "runs": len(self.hub.runs),
             "notifications": self.webhooks.stats(),
+            "peers": {**self.leases.stats(), "events": self.peering.stats()},
         }
 
     # ------------------------------------------------------------------ agent sessions

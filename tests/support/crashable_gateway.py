@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class CrashableGateway:
-    def __init__(self, home: Path, backend: str, journal: str | None = None) -> None:
+    def __init__(self, home: Path, backend: str | list[str], journal: str | None = None) -> None:
         self.home, self.backend, self.journal = home, backend, journal
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}"
@@ -37,10 +37,11 @@ class CrashableGateway:
             env["IRQ_JOURNAL"] = self.journal
         if crash_at:
             cmd = [sys.executable, str(ROOT / "tests" / "support" / "faulty_gateway.py"),
-                   "--port", str(self.port), "--backend", self.backend, "--crash-at", crash_at]
+                   "--port", str(self.port), "--backend", str(self.backend), "--crash-at", crash_at]
         else:
+            backends = [self.backend] if isinstance(self.backend, str) else self.backend
             cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-                   "--backend", self.backend]
+                   *(arg for b in backends for arg in ("--backend", b))]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
         deadline = time.monotonic() + 30

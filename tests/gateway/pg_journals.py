@@ -1,0 +1,34 @@
+"""Journals on a fresh database of the real PostgreSQL test server, one per "gateway" (its own
+connection, as each ``irq serve`` has), for the tests of what gateways sharing one journal
+must settle between them."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from console.gateway.journal_engines import open_journal
+from console.gateway.journal_store import JournalStore
+from tests.adapters.postgres_server import PostgresServer
+
+_databases = itertools.count()
+OpenJournal = Callable[[str], JournalStore]
+
+
+@pytest.fixture
+def pg_journal(postgres_server: PostgresServer) -> Iterator[OpenJournal]:
+    name = f"shared_{next(_databases)}"
+    with postgres_server.connect("postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    opened: list[JournalStore] = []
+
+    def open_one(owner: str) -> JournalStore:
+        journal = open_journal(postgres_server.url(name), owner=owner)
+        opened.append(journal)
+        return journal
+
+    yield open_one
+    for journal in opened:
+        journal.close()
