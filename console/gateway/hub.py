@@ -55,9 +55,11 @@ from console.semantics import (
 )
 
 HEARTBEAT_HISTORY = 120
-HISTORY_RUNS = 2_000  # runs whose recent beats are kept (least recently beating go first)
+HISTORY_RUNS = 2_000  # runs whose recent beats are kept: the first to beat, and ...
+MAX_FOCUS = 1_000  # ... the runs clients opened lately (least recently opened go first)
 WHEEL_SLOTS_PER_S = 10  # the liveness wheel's resolution
-MAX_LAG = 50_000  # events a subscriber may fall behind before it is resynced
+MAX_LAG = 100_000  # events a subscriber may fall behind before it is resynced (the log's
+# default size: a client is resynced when the log no longer reaches back to its cursor)
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
 FINISHED_RUN_TTL = timedelta(hours=1)  # finished runs leave the live index (audit keeps them)
 MAX_UNKNOWN_RUNS = 10_000  # runs no adapter knows whose latest beat is kept
@@ -107,23 +109,55 @@ class BeatFacts(NamedTuple):
                          beat.timeout_s, beat.in_flight_step, beat.phase)
 
 
+class AdapterView(NamedTuple):
+    """What the hub keeps of a run as its adapter last reported it: the fields the merge
+    with the agent's beats overrides (the rest lives once, in the merged run)."""
+
+    state: RunState
+    heartbeat_at: datetime | None
+    heartbeat_interval_s: float | None
+    heartbeat_timeout_s: float | None
+    progress: float | None
+    resources: list[Resource]
+    in_flight_step: str | None
+    warnings: list[str]
+    updated_at: datetime
+
+    @staticmethod
+    def of(run: Run) -> AdapterView:
+        return AdapterView(run.state, run.heartbeat_at, run.heartbeat_interval_s,
+                           run.heartbeat_timeout_s, run.progress, run.resources,
+                           run.in_flight_step, run.warnings, run.updated_at)
+
+
+#: fields of a merged run that do not come from the adapter as they are
+MERGED_FIELDS = frozenset({*AdapterView._fields, "interrupts"})
+
+#: one beat in a run's history: at, seq, progress, details, resources (a tuple: a model per
+#: beat cost more than the rest of a beat's handling)
+BeatRecord = tuple[datetime, int, float | None, dict[str, Any], list[Resource] | None]
+
+
 class Event(dict[str, Any]):
     """One published event, ``{"seq", "kind", "data"}``, with its encodings made once for
     every client. A beat event (``run_ref`` set) has no ``data`` stored: its full form (the
     run contract) is rendered from the run when first asked for, with the beat's heartbeat
     time and progress; its compact form is ``{"id", "heartbeat_at", "progress"}``."""
 
-    __slots__ = ("scope", "run_ref", "beat", "_full", "_compact")
+    __slots__ = ("scope", "run_ref", "beat", "state", "_full", "_compact")
 
     def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
                  scope: str | None, run_ref: Run | None = None,
-                 beat: dict[str, Any] | None = None) -> None:
+                 beat: dict[str, Any] | None = None, *, state: bool = False) -> None:
         super().__init__(seq=seq, kind=kind)
         if data is not None:
             self["data"] = data
         self.scope = scope  # BACKEND:CONTEXT the event is about (None: no context)
         self.run_ref = run_ref
         self.beat = beat
+        #: a ``run`` event rendered lazily from ``run_ref`` that is more than a beat (its
+        #: state, cadence or warnings changed): every client gets its full form
+        self.state = state
         self._full: bytes | None = None
         self._compact: bytes | None = None
 
@@ -159,11 +193,13 @@ class Event(dict[str, Any]):
             # the log keeps the encoding, not the objects too (a run's contract is ~3x its
             # JSON in memory); ``event["data"]`` decodes it again
             dict.pop(self, "data", None)
+            if self.state:
+                self.run_ref = None  # nor a run that may have been replaced since
         return self._full
 
     def compact(self) -> bytes:
         """A beat event as a ``beat`` event; any other event as :meth:`full`."""
-        if self.beat is None:
+        if self.beat is None or self.state:
             return self.full()
         if self._compact is None:
             self._compact = encode({"seq": self["seq"], "kind": "beat", "data": self.beat})
@@ -217,7 +253,7 @@ class Hub:
         self.seq = 0
         self.log: deque[dict[str, Any]] = deque(maxlen=event_log_size)
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
-        self._observed: dict[str, Run] = {}  # as the adapter last reported it
+        self._observed: dict[str, AdapterView] = {}  # as the adapter last reported it
         self._beats: dict[str, BeatFacts] = {}  # latest agent beat per known run id
         self._beat_seen: dict[str, datetime] = {}  # when the gateway accepted that beat
         self._bound: dict[str, Reporter] = {}  # known run id -> the token its beats come from
@@ -226,8 +262,9 @@ class Hub:
         self.stale_beats = 0  # beats ignored because a newer one was already accepted
         self.beats_accepted = 0  # beats merged into known runs
         self.takeovers = 0  # runs whose binding moved to another token
-        #: recent beats of the runs that beat most recently (HISTORY_RUNS of them)
-        self.history: OrderedDict[str, deque[Heartbeat]] = OrderedDict()
+        #: recent beats of the first HISTORY_RUNS runs to beat and of the focused runs
+        self.history: dict[str, deque[BeatRecord]] = {}
+        self.focused: OrderedDict[str, None] = OrderedDict()  # runs clients opened lately
         self.interrupts: dict[str, Interrupt] = {}
         #: set by the command executor: an interrupt as shown (four-eyes approvals so far)
         self.interrupt_overlay: Callable[[Interrupt], Interrupt] = lambda intr: intr
@@ -257,6 +294,26 @@ class Hub:
         for listener in self.listeners:
             listener(event)
         event.full()  # encoded now, and only the encoding stays in the log
+        return event
+
+    def publish_run(self, run: Run, *, urgent: bool = True) -> Event:
+        """A ``run`` event rendered from ``run`` when first asked for (a run's contract and
+        its encoding cost more than the rest of a merge; the 100,000 events of the first
+        beats need neither until a client reads them). The run object is never changed
+        after this but for its heartbeat time and progress (the beat fast path), which the
+        event keeps as they are now."""
+        self.seq += 1
+        at = run.heartbeat_at
+        beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
+                "progress": run.progress}
+        event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat, state=True)
+        self.log.append(event)
+        if urgent:  # else the caller wakes the subscribers once (a flush of first beats)
+            for sub in self.subscribers:
+                sub.urgent = True
+                sub.wake()
+        for listener in self.listeners:
+            listener(event)
         return event
 
     def _publish_beat(self, run: Run, now: datetime) -> None:
@@ -342,14 +399,22 @@ class Hub:
         now = self.clock()
         for run in runs:
             before = self._observed.get(run.id)
-            self._observed[run.id] = run
+            view = self._observed[run.id] = AdapterView.of(run)
             if run.id in self.unknown:
                 self._adopt(run.id)
-            elif before is not None and before is not run and before == run:
+            elif before is not None and before == view and self._same_rest(run):
                 continue  # the adapter reports it unchanged; liveness has its own wheel
-            self._refresh(run.id, now)
+            self._refresh(run.id, now, base=run)
         for run_id in gone or []:
             self._forget_run(run_id)
+
+    def _same_rest(self, run: Run) -> bool:
+        """Does the merged run hold ``run``'s fields that the merge does not override?"""
+        merged = self.runs.get(run.id)
+        if merged is None:
+            return False
+        have = merged.__dict__
+        return all(have.get(k) == v for k, v in run.__dict__.items() if k not in MERGED_FIELDS)
 
     def _forget_run(self, run_id: str) -> None:
         self._observed.pop(run_id, None)
@@ -364,12 +429,23 @@ class Hub:
         if self.runs.pop(run_id, None) is not None:
             self.publish("run_removed", {"id": run_id})
 
-    def _merge(self, run_id: str, now: datetime) -> Run | None:
+    def _merge(self, run_id: str, now: datetime, base: Run | None = None) -> Run | None:
+        """The run as shown: the adapter's report (``base``, the run as the adapter just
+        reported it, or else the merged run, whose other fields are the adapter's) with the
+        agent's latest beat and the pending interrupts merged in."""
         observed = self._observed.get(run_id)
-        if observed is None:
+        base = base if base is not None else self.runs.get(run_id)
+        if observed is None or base is None:
             return None
         beat = self._beats.get(run_id)
-        update: dict[str, Any] = {"interrupts": sorted(self._pending_by_run.get(run_id, ()))}
+        update: dict[str, Any] = {
+            "interrupts": sorted(self._pending_by_run.get(run_id, ())),
+            "state": observed.state, "heartbeat_at": observed.heartbeat_at,
+            "heartbeat_interval_s": observed.heartbeat_interval_s,
+            "heartbeat_timeout_s": observed.heartbeat_timeout_s,
+            "progress": observed.progress, "resources": observed.resources,
+            "in_flight_step": observed.in_flight_step, "updated_at": observed.updated_at,
+        }
         if beat is not None:
             update["heartbeat_at"] = beat.at or now
             if beat.interval_s:
@@ -381,7 +457,7 @@ class Hub:
             if beat.resources is not None:
                 update["resources"] = list(beat.resources)
             update["in_flight_step"] = beat.in_flight_step
-        merged = _copy_run(observed, update)
+        merged = _copy_run(base, update)
         fields = merged.__dict__  # set directly: pydantic's setattr grows a set per run
         check = self.release_checks.get(run_id)
         if merged.state in (RunState.PAUSED, RunState.CANCELLED) and check is not None:
@@ -395,8 +471,8 @@ class Hub:
         fields["warnings"] = [*observed.warnings, *recoverability_warnings(merged)]
         return merged
 
-    def _refresh(self, run_id: str, now: datetime) -> None:
-        merged = self._merge(run_id, now)
+    def _refresh(self, run_id: str, now: datetime, base: Run | None = None) -> None:
+        merged = self._merge(run_id, now, base)
         if merged is None:
             return
         old = self.runs.get(run_id)
@@ -411,7 +487,7 @@ class Hub:
         else:
             self._terminal.discard(run_id)
         if old is None or _differs(old, merged):
-            self.publish("run", merged.contract(now))
+            self.publish_run(merged)
 
     def _beat_only(self, run_id: str, now: datetime) -> bool:
         """The fast path of a flush: when the latest beat changes nothing but the run's
@@ -445,6 +521,45 @@ class Hub:
             fields["progress"] = beat.progress
         self._schedule(run)
         self._publish_beat(run, now)
+        return True
+
+    def _beat_merge(self, run_id: str, now: datetime) -> bool:
+        """The next path of a flush (a run's first beat, or one that announces another
+        cadence or timeout, or changes the state): when the beat leaves the resources and
+        the in-flight step as they are and no release check waits, the merged run is the
+        current one with the heartbeat fields, state and warnings the full merge would give
+        (field by field, without a merge from the adapter's report or a comparison of the
+        two versions); published as a lazily rendered ``run`` event. False: the full merge
+        is needed."""
+        run = self.runs.get(run_id)
+        beat = self._beats.get(run_id)
+        observed = self._observed.get(run_id)
+        if run is None or beat is None or observed is None or run_id in self.release_checks:
+            return False
+        if beat.in_flight_step != run.in_flight_step or (
+                beat.resources if beat.resources is not None
+                else observed.resources) != run.resources:
+            return False
+        new = _copy_run(run, {
+            "heartbeat_at": beat.at or now,
+            "heartbeat_interval_s": beat.interval_s or observed.heartbeat_interval_s,
+            "heartbeat_timeout_s": beat.timeout_s or observed.heartbeat_timeout_s,
+            "progress": beat.progress if beat.progress is not None else observed.progress,
+            "state": observed.state,
+        })
+        fields = new.__dict__
+        fields["state"] = unified_state(new, now)
+        fields["warnings"] = [*observed.warnings, *recoverability_warnings(new)]
+        changed = fields["state"] is not run.state
+        if changed:
+            fields["updated_at"] = now  # the unified state changed here
+        self.runs[run_id] = new
+        self._schedule(new)
+        if new.state.terminal:
+            self._terminal.add(run_id)
+        else:
+            self._terminal.discard(run_id)
+        self.publish_run(new, urgent=changed)
         return True
 
     # ------------------------------------------------------------------ liveness wheel
@@ -518,15 +633,29 @@ class Hub:
     def _record(self, run_id: str, beat: AgentHeartbeat) -> None:
         hist = self.history.get(run_id)
         if hist is None:
+            if len(self.history) >= HISTORY_RUNS and run_id not in self.focused:
+                return
             hist = self.history[run_id] = deque(maxlen=HEARTBEAT_HISTORY)
-            while len(self.history) > HISTORY_RUNS:
-                self.history.popitem(last=False)
-        else:
-            self.history.move_to_end(run_id)
-        # already validated as a heartbeat frame: construct, do not validate again
-        hist.append(Heartbeat.model_construct(
-            at=beat.at or self.clock(), seq=beat.seq, progress=beat.progress,
-            details=beat.details, resources=beat.resources))
+        hist.append((beat.at or self.clock(), beat.seq, beat.progress, beat.details,
+                     beat.resources))
+
+    def heartbeat_history(self, run_id: str) -> list[Heartbeat]:
+        """The beats the agent pushed for ``run_id`` lately (oldest first; kept for the first
+        HISTORY_RUNS runs to beat and for the runs clients opened: :meth:`focus`)."""
+        # already validated as heartbeat frames: construct, do not validate again
+        return [Heartbeat.model_construct(at=at, seq=seq, progress=progress, details=details,
+                                          resources=resources)
+                for at, seq, progress, details, resources in self.history.get(run_id, ())]
+
+    def focus(self, run_ids: list[str]) -> None:
+        """Clients opened these runs: keep their heartbeat history from now on."""
+        for run_id in run_ids:
+            self.focused[run_id] = None
+            self.focused.move_to_end(run_id)
+        while len(self.focused) > MAX_FOCUS:
+            gone, _ = self.focused.popitem(last=False)
+            if len(self.history) > HISTORY_RUNS:
+                self.history.pop(gone, None)
 
     def _adopt(self, run_id: str) -> None:
         """A run an adapter now shows: its held beat (and binding) become the run's."""
@@ -576,7 +705,7 @@ class Hub:
         dirty, self._dirty = self._dirty, set()
         beats = 0
         for run_id in dirty:
-            if self._beat_only(run_id, now):
+            if self._beat_only(run_id, now) or self._beat_merge(run_id, now):
                 beats += 1
             else:
                 self._refresh(run_id, now)

@@ -670,6 +670,7 @@ class Gateway:
                                           getattr(msg, "id", None)))
 
     def _focus(self, run_ids: list[str]) -> None:
+        self.hub.focus(run_ids)
         by_backend: dict[str, set[str]] = {}
         for run_id in run_ids:
             head, _, native = run_id.partition("/")
@@ -712,6 +713,7 @@ class Gateway:
         journal: list[dict[str, Any]] = []
         native_beats: list[dict[str, Any]] = []
         errors: list[str] = []
+        self.hub.focus([run.id])  # its pushed beats are kept from now on
         if backend is not None:
             backend.focus({run.native_id})
             try:
@@ -729,7 +731,7 @@ class Gateway:
             journal.append({"index": len(journal), "name": run.in_flight_step,
                             "status": "in_flight", "started_at": None, "completed_at": None,
                             "detail": "reported by the agent"})
-        pushed = [b.contract() for b in self.hub.history.get(run.id, [])]
+        pushed = [b.contract() for b in self.hub.heartbeat_history(run.id)]
         data["journal"] = journal
         data["heartbeats"] = native_beats + pushed
         data["interrupts_detail"] = [
