@@ -562,6 +562,35 @@ class Hub:
         self.publish_run(new, urgent=changed)
         return True
 
+    def _silence(self, run_id: str, run: Run, now: datetime, slot: int) -> bool:
+        """Silence changed ``run``'s state (late, lost): nothing else changed since its last
+        merge, so the merged run is the current one with the state the merge would judge
+        now (from the adapter's state, as the merge does). False: the full merge is needed
+        (a release check decides the state)."""
+        observed = self._observed.get(run_id)
+        if observed is None or run_id in self.release_checks:
+            return False
+        fields = run.__dict__
+        state = fields["state"]
+        fields["state"] = observed.state
+        try:
+            new_state = unified_state(run, now)
+        finally:
+            fields["state"] = state
+        if new_state is state:
+            self._schedule(run, not_before=slot + 1)
+            return True
+        new = _copy_run(run, {"state": new_state, "updated_at": now})
+        new.__dict__["warnings"] = [*observed.warnings, *recoverability_warnings(new)]
+        self.runs[run_id] = new
+        self._schedule(new)
+        if new.state.terminal:
+            self._terminal.add(run_id)
+        else:
+            self._terminal.discard(run_id)
+        self.publish_run(new)
+        return True
+
     # ------------------------------------------------------------------ liveness wheel
 
     def _schedule(self, run: Run, not_before: int | None = None) -> None:
@@ -726,7 +755,8 @@ class Hub:
                     continue
                 # silence alone moves running -> late -> lost; refresh only where that happens
                 if run.heartbeat_at is not None and unified_state(run, now) is not run.state:
-                    self._refresh(run_id, now)
+                    if not self._silence(run_id, run, now, slot):
+                        self._refresh(run_id, now)
                 else:
                     self._schedule(run, not_before=slot + 1)
         for run_id in [r for r in self._terminal if r in self.runs
