@@ -277,6 +277,7 @@ class Hub:
         self._due: dict[int, set[str]] = {}  # 100 ms slot -> runs whose liveness may change
         self._due_of: dict[str, int] = {}
         self._terminal: set[str] = set()  # runs in a terminal state (for the TTL)
+        self._warning_lists: dict[tuple[str, ...], list[str]] = {}  # see _warnings
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
         self.snapshot_parts: dict[str, Callable[[], Any]] = {}
         #: called with every published event (the webhooks classify; they must not block)
@@ -468,8 +469,20 @@ class Hub:
             fields["state"] = unified_state(merged, now)
         # every run of every backend: the adapter's own warnings, then the recoverability
         # warnings its facts imply (facts merged from the agent's beats included)
-        fields["warnings"] = [*observed.warnings, *recoverability_warnings(merged)]
+        fields["warnings"] = self._warnings(observed.warnings, merged)
         return merged
+
+    def _warnings(self, reported: list[str], run: Run) -> list[str]:
+        """The adapter's warnings, then the recoverability warnings ``run``'s facts imply;
+        one list object for every run with the same warnings (100,000 runs mostly share a
+        handful; nothing changes a run's list in place)."""
+        key = (*reported, *recoverability_warnings(run))
+        shared = self._warning_lists.get(key)
+        if shared is None:
+            if len(self._warning_lists) >= 4096:
+                self._warning_lists.clear()
+            shared = self._warning_lists[key] = list(key)
+        return shared
 
     def _refresh(self, run_id: str, now: datetime, base: Run | None = None) -> None:
         merged = self._merge(run_id, now, base)
@@ -549,7 +562,7 @@ class Hub:
         })
         fields = new.__dict__
         fields["state"] = unified_state(new, now)
-        fields["warnings"] = [*observed.warnings, *recoverability_warnings(new)]
+        fields["warnings"] = self._warnings(observed.warnings, new)
         changed = fields["state"] is not run.state
         if changed:
             fields["updated_at"] = now  # the unified state changed here
@@ -581,7 +594,7 @@ class Hub:
             self._schedule(run, not_before=slot + 1)
             return True
         new = _copy_run(run, {"state": new_state, "updated_at": now})
-        new.__dict__["warnings"] = [*observed.warnings, *recoverability_warnings(new)]
+        new.__dict__["warnings"] = self._warnings(observed.warnings, new)
         self.runs[run_id] = new
         self._schedule(new)
         if new.state.terminal:

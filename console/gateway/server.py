@@ -610,12 +610,18 @@ class Gateway:
         now = self.hub.clock()
         head = self.hub.snapshot(now, flt, with_runs=False)
         runs = self.hub.admitted_runs(flt)
-        parts: list[bytes] = []
+        encoded = encode(head)
+        at = encoded.index(b'"runs":[]') + len(b'"runs":[')
+        parts: list[bytes] = [encoded[:at]]  # the runs, a comma after each but the last
         for i in range(0, len(runs), SNAPSHOT_CHUNK):
-            parts.extend(encode(r.contract(now)) for r in runs[i:i + SNAPSHOT_CHUNK])
+            for r in runs[i:i + SNAPSHOT_CHUNK]:
+                parts += (encode(r.contract(now)), b",")
             await asyncio.sleep(0)
-        frame = encode(head).replace(b'"runs":[]', b'"runs":[' + b",".join(parts) + b"]", 1)
-        return int(head["seq"]), frame
+        if len(parts) > 1:
+            parts.pop()
+        parts.append(encoded[at:])
+        # one join: the frame is built once (~75 MB at 100,000 runs), not copied again
+        return int(head["seq"]), b"".join(parts)
 
     async def _send_large(self, ws: Any, frame: bytes | None) -> None:
         """A frame; a large one in fragments, so a slow reader holds one fragment in the
