@@ -130,6 +130,11 @@ class AdapterView(NamedTuple):
                            run.in_flight_step, run.warnings, run.updated_at)
 
 
+#: fields of a run's contract that change without a new run object (the beat fast path) or
+#: with the time: Hub.contract_bytes caches the rest
+CONTRACT_DYNAMIC = ("heartbeat_at", "progress", "heartbeat_age_s", "observed_age_s",
+                    "suspected_state")
+
 #: fields of a merged run that do not come from the adapter as they are
 MERGED_FIELDS = frozenset({*AdapterView._fields, "interrupts"})
 
@@ -278,6 +283,9 @@ class Hub:
         self._due_of: dict[str, int] = {}
         self._terminal: set[str] = set()  # runs in a terminal state (for the TTL)
         self._warning_lists: dict[tuple[str, ...], list[str]] = {}  # see _warnings
+        #: run id -> its contract encoded without the fields that change in place or with
+        #: the time (CONTRACT_DYNAMIC); dropped when the run object is replaced
+        self._contracts: dict[str, bytes] = {}
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
         self.snapshot_parts: dict[str, Callable[[], Any]] = {}
         #: called with every published event (the webhooks classify; they must not block)
@@ -409,6 +417,34 @@ class Hub:
         for run_id in gone or []:
             self._forget_run(run_id)
 
+    def _put_run(self, run: Run) -> None:
+        """The merged run changed: a new object (only the beat fast path changes one in
+        place, and only its CONTRACT_DYNAMIC fields)."""
+        self.runs[run.id] = run
+        self._contracts.pop(run.id, None)
+
+    def contract_bytes(self, run: Run, now: datetime) -> bytes:
+        """``encode(run.contract(now))`` (the same fields and values; the fields that move
+        with the clock or the beats come last), cached between snapshots: the rest of a
+        run's contract is encoded once per version of the run, not once per snapshot
+        (100,000 contracts took seconds)."""
+        static = self._contracts.get(run.id) if self.runs.get(run.id) is run else None
+        if static is None:
+            data = run.contract(now)
+            for key in CONTRACT_DYNAMIC:
+                del data[key]
+            static = encode(data)[:-1]
+            if self.runs.get(run.id) is run:
+                self._contracts[run.id] = static
+        at = run.heartbeat_at
+        suspected = run.suspected_state(now)
+        return static + b"," + encode({
+            "heartbeat_at": at.isoformat() if at else None, "progress": run.progress,
+            "heartbeat_age_s": run.heartbeat_age_s(now),
+            "observed_age_s": run.observed_age_s(now),
+            "suspected_state": suspected.value if suspected is not None else None,
+        })[1:]
+
     def _same_rest(self, run: Run) -> bool:
         """Does the merged run hold ``run``'s fields that the merge does not override?"""
         merged = self.runs.get(run.id)
@@ -427,6 +463,7 @@ class Hub:
         self.release_checks.pop(run_id, None)
         self._unschedule(run_id)
         self._terminal.discard(run_id)
+        self._contracts.pop(run_id, None)
         if self.runs.pop(run_id, None) is not None:
             self.publish("run_removed", {"id": run_id})
 
@@ -493,7 +530,7 @@ class Hub:
             merged.__dict__["updated_at"] = now  # the unified state changed here
         elif old is not None and old.updated_at > merged.updated_at:
             merged.__dict__["updated_at"] = old.updated_at
-        self.runs[run_id] = merged
+        self._put_run(merged)
         self._schedule(merged)
         if merged.state.terminal:
             self._terminal.add(run_id)
@@ -566,7 +603,7 @@ class Hub:
         changed = fields["state"] is not run.state
         if changed:
             fields["updated_at"] = now  # the unified state changed here
-        self.runs[run_id] = new
+        self._put_run(new)
         self._schedule(new)
         if new.state.terminal:
             self._terminal.add(run_id)
@@ -595,7 +632,7 @@ class Hub:
             return True
         new = _copy_run(run, {"state": new_state, "updated_at": now})
         new.__dict__["warnings"] = self._warnings(observed.warnings, new)
-        self.runs[run_id] = new
+        self._put_run(new)
         self._schedule(new)
         if new.state.terminal:
             self._terminal.add(run_id)

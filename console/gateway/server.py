@@ -615,7 +615,7 @@ class Gateway:
         parts: list[bytes] = [encoded[:at]]  # the runs, a comma after each but the last
         for i in range(0, len(runs), SNAPSHOT_CHUNK):
             for r in runs[i:i + SNAPSHOT_CHUNK]:
-                parts += (encode(r.contract(now)), b",")
+                parts += (self.hub.contract_bytes(r, now), b",")
             await asyncio.sleep(0)
         if len(parts) > 1:
             parts.pop()

@@ -60,7 +60,10 @@ def _state(hub: Hub, run_id: str) -> dict[str, Any]:
 
 def _last_run_event(hub: Hub) -> dict[str, Any]:
     event = [e for e in hub.log if e["kind"] == "run"][-1]
-    return dict(json.loads(event.full())["data"])
+    data = dict(json.loads(event.full())["data"])
+    for moving in ("heartbeat_age_s", "observed_age_s"):  # the age when it is rendered
+        data.pop(moving)
+    return data
 
 
 @pytest.mark.parametrize("beat", [
@@ -176,3 +179,26 @@ def test_history_is_kept_for_the_first_runs_and_for_focused_ones() -> None:
     beats = hub.heartbeat_history(late)
     assert [(b.seq, b.progress) for b in beats] == [(2, 0.5)]
     assert beats[0].contract()["at"] == (T0 + timedelta(seconds=1)).isoformat()
+
+
+def test_cached_contracts_equal_the_contract_through_beats_and_state_changes() -> None:
+    hub = Hub(clock=Clock())
+    hub.observe_runs([_run(i) for i in range(3)])
+    rid = "dbos:local/wf-0"
+
+    def check() -> None:
+        now = hub.clock()
+        for run in hub.runs.values():
+            assert json.loads(hub.contract_bytes(run, now)) == run.contract(now)
+
+    check()
+    check()  # from the cache
+    for seq, seconds in enumerate((1, 2, 3), start=1):  # first beat, then beats in place
+        hub.clock.now = T0 + timedelta(seconds=seconds)  # type: ignore[attr-defined]
+        hub.agent_heartbeat(rid, _beat(seq=seq, at=hub.clock(), progress=seq / 10))
+        hub.flush_heartbeats()
+        check()
+    hub.clock.now = T0 + timedelta(seconds=20)  # type: ignore[attr-defined]
+    hub.tick()  # late, then lost: new run objects
+    assert hub.runs[rid].state is RunState.LOST
+    check()
