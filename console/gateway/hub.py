@@ -135,6 +135,8 @@ class AdapterView(NamedTuple):
 CONTRACT_DYNAMIC = ("heartbeat_at", "progress", "heartbeat_age_s", "observed_age_s",
                     "suspected_state")
 
+_AS_IS: Any = object()  # Hub.contract_bytes: the run's own value
+
 #: fields of a merged run that do not come from the adapter as they are
 MERGED_FIELDS = frozenset({*AdapterView._fields, "interrupts"})
 
@@ -149,7 +151,7 @@ class Event(dict[str, Any]):
     run contract) is rendered from the run when first asked for, with the beat's heartbeat
     time and progress; its compact form is ``{"id", "heartbeat_at", "progress"}``."""
 
-    __slots__ = ("scope", "run_ref", "beat", "state", "_full", "_compact")
+    __slots__ = ("scope", "run_ref", "beat", "state", "at", "render", "_full", "_compact")
 
     def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
                  scope: str | None, run_ref: Run | None = None,
@@ -163,6 +165,10 @@ class Event(dict[str, Any]):
         #: a ``run`` event rendered lazily from ``run_ref`` that is more than a beat (its
         #: state, cadence or warnings changed): every client gets its full form
         self.state = state
+        #: the run's heartbeat time as of the event, and the hub's renderer of a run's
+        #: contract with it (Hub.contract_bytes: cached between events and snapshots)
+        self.at: datetime | None = None
+        self.render: Callable[[Run, datetime | None, float | None], bytes] | None = None
         self._full: bytes | None = None
         self._compact: bytes | None = None
 
@@ -193,6 +199,12 @@ class Event(dict[str, Any]):
 
     def full(self) -> bytes:
         """The event as every client without compact beats gets it."""
+        if self._full is None and self.render is not None and self.run_ref is not None \
+                and self.beat is not None and "data" not in self:
+            self._full = (b'{"seq":' + str(self["seq"]).encode() + b',"kind":"run","data":'
+                          + self.render(self.run_ref, self.at, self.beat["progress"]) + b"}")
+            if self.state:
+                self.run_ref = None  # nor a run that may have been replaced since
         if self._full is None:
             self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
             # the log keeps the encoding, not the objects too (a run's contract is ~3x its
@@ -316,6 +328,7 @@ class Hub:
         beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
                 "progress": run.progress}
         event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat, state=True)
+        event.at, event.render = at, self._render_run
         self.log.append(event)
         if urgent:  # else the caller wakes the subscribers once (a flush of first beats)
             for sub in self.subscribers:
@@ -332,7 +345,12 @@ class Hub:
         at = run.heartbeat_at
         beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
                 "progress": run.progress}
-        self.log.append(Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat))
+        event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat)
+        event.at, event.render = at, self._render_run
+        self.log.append(event)
+
+    def _render_run(self, run: Run, at: datetime | None, progress: float | None) -> bytes:
+        return self.contract_bytes(run, self.clock(), at=at, progress=progress)
 
     def events_since(self, since: int) -> list[Event] | None:
         """Events after ``since``; None when the log no longer reaches back that far."""
@@ -423,11 +441,13 @@ class Hub:
         self.runs[run.id] = run
         self._contracts.pop(run.id, None)
 
-    def contract_bytes(self, run: Run, now: datetime) -> bytes:
+    def contract_bytes(self, run: Run, now: datetime, *, at: Any = _AS_IS,
+                       progress: Any = _AS_IS) -> bytes:
         """``encode(run.contract(now))`` (the same fields and values; the fields that move
         with the clock or the beats come last), cached between snapshots: the rest of a
         run's contract is encoded once per version of the run, not once per snapshot
-        (100,000 contracts took seconds)."""
+        (100,000 contracts took seconds). ``at``, ``progress``: the run's heartbeat time and
+        progress as of an event (the beat fast path changes them in place since)."""
         static = self._contracts.get(run.id) if self.runs.get(run.id) is run else None
         if static is None:
             data = run.contract(now)
@@ -436,12 +456,18 @@ class Hub:
             static = encode(data)[:-1]
             if self.runs.get(run.id) is run:
                 self._contracts[run.id] = static
-        at = run.heartbeat_at
-        suspected = run.suspected_state(now)
+        if (at is _AS_IS or at is run.heartbeat_at) and (
+                progress is _AS_IS or progress == run.progress):
+            at, progress, view = run.heartbeat_at, run.progress, run
+        else:
+            at = run.heartbeat_at if at is _AS_IS else at
+            progress = run.progress if progress is _AS_IS else progress
+            view = _copy_run(run, {"heartbeat_at": at, "progress": progress})
+        suspected = view.suspected_state(now)
         return static + b"," + encode({
-            "heartbeat_at": at.isoformat() if at else None, "progress": run.progress,
-            "heartbeat_age_s": run.heartbeat_age_s(now),
-            "observed_age_s": run.observed_age_s(now),
+            "heartbeat_at": at.isoformat() if at else None, "progress": progress,
+            "heartbeat_age_s": view.heartbeat_age_s(now),
+            "observed_age_s": view.observed_age_s(now),
             "suspected_state": suspected.value if suspected is not None else None,
         })[1:]
 

@@ -202,3 +202,25 @@ def test_cached_contracts_equal_the_contract_through_beats_and_state_changes() -
     hub.tick()  # late, then lost: new run objects
     assert hub.runs[rid].state is RunState.LOST
     check()
+
+
+def test_a_run_event_rendered_late_shows_the_run_as_of_its_seq() -> None:
+    hub = Hub(clock=Clock())
+    hub.observe_runs([_run()])
+    rid = "dbos:local/wf-0"
+    hub.agent_heartbeat(rid, _beat(seq=1, at=T0, progress=0.1))
+    hub.flush_heartbeats()
+    first = hub.log[-1]  # the first beat: a state event, not rendered yet
+    hub.clock.now = T0 + timedelta(seconds=2)  # type: ignore[attr-defined]
+    hub.agent_heartbeat(rid, _beat(seq=2, at=hub.clock(), progress=0.2))
+    hub.flush_heartbeats()  # the beat path changes the run object in place
+    second = hub.log[-1]
+    data = json.loads(first.full())["data"]
+    assert (data["heartbeat_at"], data["progress"]) == (T0.isoformat(), 0.1)
+    assert data["heartbeat_age_s"] == 2.0
+    later = json.loads(second.full())["data"]
+    assert (later["heartbeat_at"], later["progress"]) == (hub.clock().isoformat(), 0.2)
+    assert {k: v for k, v in data.items() if k not in ("heartbeat_at", "progress",
+                                                       "heartbeat_age_s")} == \
+        {k: v for k, v in later.items() if k not in ("heartbeat_at", "progress",
+                                                     "heartbeat_age_s")}
