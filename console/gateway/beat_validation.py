@@ -44,60 +44,72 @@ def _number(value: Any, low: float, high: float, *, open_low: bool) -> float | N
     return number
 
 
+_last_time: list[Any] = [None, None]  # the last time parsed (a batch's beats share theirs)
+
+
 def _time(value: Any) -> datetime | None:
+    if value == _last_time[0] and type(value) is str:
+        return _last_time[1]  # type: ignore[no-any-return]
     if type(value) is not str or _ISO.fullmatch(value) is None:
         return None
     try:
-        return datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
+    _last_time[0], _last_time[1] = value, parsed
+    return parsed
 
 
 def fast_beat(item: dict[str, Any]) -> AgentHeartbeat | None:
     """The beat, validated by hand; None when it is not plain (validate it with pydantic).
 
     ``item`` has its ``type`` set already (``heartbeat``)."""
-    if not FAST_FIELDS.issuperset(item) or item.get("type") != "heartbeat":
+    if not FAST_FIELDS.issuperset(item):
         return None
-    backend = item.get("backend")
-    native_id = item.get("native_id")
+    get = item.get
+    if get("type") != "heartbeat":
+        return None
+    backend = get("backend")
+    native_id = get("native_id")
     if type(backend) is not str or not 0 < len(backend) <= 32:
         return None
     if type(native_id) is not str or not 0 < len(native_id) <= 512:
         return None
-    context = item.get("context")
+    context = get("context")
     if context is not None and (type(context) is not str or len(context) > 128):
         return None
-    seq = item.get("seq", 0)
+    seq = get("seq", 0)
     if type(seq) is not int or not 0 <= seq <= MAX_SEQ:
         return None
-    at = item.get("at")
+    at = get("at")
     if at is not None:
         at = _time(at)
         if at is None:
             return None
-    progress = item.get("progress")
-    if progress is not None:
+    # a float in range first (NaN and infinities fail the comparisons), then the rest
+    progress = get("progress")
+    if progress is not None and not (type(progress) is float and 0.0 <= progress <= 1.0):
         progress = _number(progress, 0.0, 1.0, open_low=False)
         if progress is None:
             return None
-    interval = item.get("interval_s")
-    if interval is not None:
+    interval = get("interval_s")
+    if interval is not None and not (
+            type(interval) is float and 0.0 < interval <= MAX_INTERVAL_S):
         interval = _number(interval, 0.0, MAX_INTERVAL_S, open_low=True)
         if interval is None:
             return None
-    timeout = item.get("timeout_s")
-    if timeout is not None:
+    timeout = get("timeout_s")
+    if timeout is not None and not (type(timeout) is float and 0.0 < timeout <= MAX_TIMEOUT_S):
         timeout = _number(timeout, 0.0, MAX_TIMEOUT_S, open_low=True)
         if timeout is None:
             return None
-    step = item.get("in_flight_step")
+    step = get("in_flight_step")
     if step is not None and (type(step) is not str or len(step) > 512):
         return None
-    phase = item.get("phase", "running")
+    phase = get("phase", "running")
     if type(phase) is not str or phase not in PHASES:
         return None
-    details = item.get("details")
+    details = get("details")
     if details is None:
         if "details" in item:
             return None  # null is not a dict: pydantic says so

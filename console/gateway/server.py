@@ -865,12 +865,14 @@ class Gateway:
         now = self.hub.clock()
         each = max(1, size // len(msg.beats))
         refused: dict[str, tuple[int, str, str]] = {}  # code -> (count, first message, target)
+        keys: dict[tuple[str, str | None], str] = {}  # a batch's beats mostly share theirs
         for item in msg.beats:
             target = ""
             try:
                 if isinstance(item, FrameError):
                     raise item
-                key = self._agent_backend_key(item)
+                key = keys.get((item.backend, item.context)) or keys.setdefault(
+                    (item.backend, item.context), self._agent_backend_key(item))
                 target = f"{key}/{item.native_id}"
                 beat = check_beat(item, who, key, now)
                 self.hub.agent_heartbeat(target, beat, reporter, each)
