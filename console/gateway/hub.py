@@ -130,10 +130,11 @@ class AdapterView(NamedTuple):
                            run.in_flight_step, run.warnings, run.updated_at)
 
 
-#: fields of a run's contract that change without a new run object (the beat fast path) or
-#: with the time: Hub.contract_bytes caches the rest
+#: fields of a run's contract that change without a new run object (the beat fast path),
+#: with the time, or with a flip of the state alone (late, lost, running again): the cached
+#: rest of a contract (Hub.contract_bytes) outlives such changes
 CONTRACT_DYNAMIC = ("heartbeat_at", "progress", "heartbeat_age_s", "observed_age_s",
-                    "suspected_state")
+                    "suspected_state", "state", "updated_at")
 
 _AS_IS: Any = object()  # Hub.contract_bytes: the run's own value
 
@@ -435,11 +436,16 @@ class Hub:
         for run_id in gone or []:
             self._forget_run(run_id)
 
-    def _put_run(self, run: Run) -> None:
+    def _put_run(self, run: Run, old: Run | None = None) -> None:
         """The merged run changed: a new object (only the beat fast path changes one in
-        place, and only its CONTRACT_DYNAMIC fields)."""
+        place, and only its CONTRACT_DYNAMIC fields). ``old``: the version it replaces,
+        when the two differ in CONTRACT_DYNAMIC fields at most, unless their warnings or
+        cadence differ (checked here): the cached contract stays."""
         self.runs[run.id] = run
-        self._contracts.pop(run.id, None)
+        if old is None or run.warnings != old.warnings \
+                or run.heartbeat_interval_s != old.heartbeat_interval_s \
+                or run.heartbeat_timeout_s != old.heartbeat_timeout_s:
+            self._contracts.pop(run.id, None)
 
     def contract_bytes(self, run: Run, now: datetime, *, at: Any = _AS_IS,
                        progress: Any = _AS_IS) -> bytes:
@@ -466,6 +472,7 @@ class Hub:
         suspected = view.suspected_state(now)
         return static + b"," + encode({
             "heartbeat_at": at.isoformat() if at else None, "progress": progress,
+            "state": view.state.value, "updated_at": view.updated_at.isoformat(),
             "heartbeat_age_s": view.heartbeat_age_s(now),
             "observed_age_s": view.observed_age_s(now),
             "suspected_state": suspected.value if suspected is not None else None,
@@ -629,7 +636,7 @@ class Hub:
         changed = fields["state"] is not run.state
         if changed:
             fields["updated_at"] = now  # the unified state changed here
-        self._put_run(new)
+        self._put_run(new, run)
         self._schedule(new)
         if new.state.terminal:
             self._terminal.add(run_id)
@@ -658,7 +665,7 @@ class Hub:
             return True
         new = _copy_run(run, {"state": new_state, "updated_at": now})
         new.__dict__["warnings"] = self._warnings(observed.warnings, new)
-        self._put_run(new)
+        self._put_run(new, run)
         self._schedule(new)
         if new.state.terminal:
             self._terminal.add(run_id)

@@ -202,6 +202,13 @@ def test_cached_contracts_equal_the_contract_through_beats_and_state_changes() -
     hub.tick()  # late, then lost: new run objects
     assert hub.runs[rid].state is RunState.LOST
     check()
+    hub.agent_heartbeat(rid, _beat(seq=9, at=hub.clock(), progress=0.9))
+    hub.flush_heartbeats()  # running again: the cached rest of the contract still serves
+    assert hub.runs[rid].state is RunState.RUNNING and rid in hub._contracts
+    check()
+    hub.agent_heartbeat(rid, _beat(seq=10, at=hub.clock(), interval_s=1.0))
+    hub.flush_heartbeats()  # another cadence: encoded afresh
+    check()
 
 
 def test_a_run_event_rendered_late_shows_the_run_as_of_its_seq() -> None:
