@@ -738,8 +738,10 @@ class Hub:
         self._beat_seen[run_id] = now
         if owner is not None and bound is not owner:
             self._bound[run_id] = owner
-        self._record(run_id, beat)
-        self._verify_release(run_id, facts, reporter)
+        if len(self.history) < HISTORY_RUNS or run_id in self.history or self.focused:
+            self._record(run_id, beat)
+        if self.release_checks:
+            self._verify_release(run_id, facts, reporter)
         self._dirty.add(run_id)
 
     def _record(self, run_id: str, beat: AgentHeartbeat) -> None:
