@@ -23,11 +23,12 @@ bounded store (:mod:`console.gateway.unknown_beats`) and adopted when the run ap
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
@@ -299,6 +300,8 @@ class Hub:
         #: run id -> its contract encoded without the fields that change in place or with
         #: the time (CONTRACT_DYNAMIC); dropped when the run object is replaced
         self._contracts: dict[str, bytes] = {}
+        self._batching = 0  # inside a flush or tick: subscribers are woken at its end
+        self._pending_wake = 0  # 1: beats wait, 2: a state event waits
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
         self.snapshot_parts: dict[str, Callable[[], Any]] = {}
         #: called with every published event (the webhooks classify; they must not block)
@@ -310,9 +313,7 @@ class Hub:
         self.seq += 1
         event = Event(self.seq, kind, data, event_scope(kind, data))
         self.log.append(event)
-        for sub in self.subscribers:
-            sub.urgent = True
-            sub.wake()
+        self._notify(urgent=True)
         for listener in self.listeners:
             listener(event)
         event.full()  # encoded now, and only the encoding stays in the log
@@ -331,13 +332,33 @@ class Hub:
         event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat, state=True)
         event.at, event.render = at, self._render_run
         self.log.append(event)
-        if urgent:  # else the caller wakes the subscribers once (a flush of first beats)
-            for sub in self.subscribers:
-                sub.urgent = True
-                sub.wake()
+        self._notify(urgent=urgent)
         for listener in self.listeners:
             listener(event)
         return event
+
+    def _notify(self, *, urgent: bool) -> None:
+        """Wake the subscribers (``urgent``: a state event waits, flush it soon). Within a
+        flush or a tick, once at its end: a storm of late runs woke every subscriber once
+        per event (50 clients x thousands of events)."""
+        if self._batching:
+            self._pending_wake = max(self._pending_wake, 2 if urgent else 1)
+            return
+        for sub in self.subscribers:
+            if urgent:
+                sub.urgent = True
+            sub.wake()
+
+    @contextlib.contextmanager
+    def _batch(self) -> Iterator[None]:
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching and self._pending_wake:
+                urgent, self._pending_wake = self._pending_wake == 2, 0
+                self._notify(urgent=urgent)
 
     def _publish_beat(self, run: Run, now: datetime) -> None:
         """A beat that changed only the heartbeat time and progress (no wake: the caller
@@ -817,19 +838,20 @@ class Hub:
     def flush_heartbeats(self) -> None:
         now = self.clock()
         dirty, self._dirty = self._dirty, set()
-        beats = 0
-        for run_id in dirty:
-            if self._beat_only(run_id, now) or self._beat_merge(run_id, now):
-                beats += 1
-            else:
-                self._refresh(run_id, now)
-        if beats:
-            for sub in self.subscribers:
-                sub.wake()
+        with self._batch():
+            for run_id in dirty:
+                if self._beat_only(run_id, now) or self._beat_merge(run_id, now):
+                    self._pending_wake = self._pending_wake or 1
+                else:
+                    self._refresh(run_id, now)
 
     def tick(self) -> None:
         """Re-evaluate liveness of the runs whose deadline has come, and expire release
         checks, finished runs and old interrupts."""
+        with self._batch():
+            self._tick()
+
+    def _tick(self) -> None:
         now = self.clock()
         slot = math.floor(now.timestamp() * WHEEL_SLOTS_PER_S)
         for due in sorted(d for d in self._due if d <= slot):
