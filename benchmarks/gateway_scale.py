@@ -101,10 +101,21 @@ def native_id(i: int) -> str:
 # ---------------------------------------------------------------------------- processes
 
 
-def _serve(port: int, home: str, runs: int) -> None:
+def _serve(port: int, home: str, runs: int, profile: str | None = None) -> None:
+    """The gateway; ``profile``: a path where pyinstrument's report over the whole run goes
+    (written on SIGUSR1, which the benchmark sends before it stops the gateway)."""
+    import signal
+
     from console.gateway.server import Gateway
     from console.gateway.settings import GatewaySettings
     from console.model import BackendHealth
+
+    profiler: Any = None
+    if profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.005, async_mode="disabled")
+        profiler.start()
 
     async def main() -> None:
         gw = Gateway(GatewaySettings(port=port, home=Path(home)))
@@ -112,6 +123,17 @@ def _serve(port: int, home: str, runs: int) -> None:
         gw._polled["bench:local"] = asyncio.Event()
         gw.hub.set_health(BackendHealth(backend="bench", context="local", reachable=False))
         await gw.start()
+        done = asyncio.Event()
+
+        def report() -> None:
+            if profiler is not None and profile:
+                profiler.stop()
+                Path(profile).write_text(profiler.output_text(unicode=True, show_all=False))
+                Path(profile).with_suffix(".html").write_text(profiler.output_html())
+            done.set()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, report)
+        await done.wait()
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -445,6 +467,9 @@ def main() -> None:
     ap.add_argument("--agents", type=int, default=2, help="agent connections")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--quick", action="store_true", help="10,000 runs, 2,000 beats/s, 5 s")
+    ap.add_argument("--profile", type=Path, default=None, metavar="PATH",
+                    help="run the gateway under pyinstrument and write its report to PATH "
+                         "(text) and PATH with .html")
     args = ap.parse_args()
     if args.quick:
         args.runs, args.rate, args.seconds = 10_000, 2_000, 5.0
@@ -461,7 +486,10 @@ def main() -> None:
     viewer = create_token(Role.VIEWER, "bench-viewer", Path(home))
     port = free_port()
     url = f"ws://127.0.0.1:{port}"
-    gateway = spawn.Process(target=_serve, args=(port, home, args.runs), daemon=True)
+    profile = str(args.profile.resolve()) if args.profile else None
+    if profile:
+        Path(profile).unlink(missing_ok=True)
+    gateway = spawn.Process(target=_serve, args=(port, home, args.runs, profile), daemon=True)
     gateway.start()
     _wait_port(port)
     t_ready = time.monotonic()
@@ -519,6 +547,15 @@ def main() -> None:
     rss = _rss_mb(gateway.pid)
     rss_peak = max(rss_peak, rss)
     agents.kill()
+    if profile and gateway.pid is not None:
+        import signal
+
+        os.kill(gateway.pid, signal.SIGUSR1)
+        for _ in range(600):
+            if Path(profile).with_suffix(".html").exists():
+                break
+            time.sleep(0.1)
+        print(f"  profile of the gateway process: {profile}")
     gateway.kill()
     gateway.join(5)
     agents.join(5)

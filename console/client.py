@@ -30,6 +30,9 @@ from console.model import (
 from console.policy.model import Obligation
 from console.protocol_version import PROTOCOL_VERSION as PROTOCOL_VERSION
 
+#: the largest message a client takes: a snapshot of 100,000 runs is ~75 MB
+MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+
 
 class GatewayError(Exception):
     """An error the gateway (or the connection to it) reported. ``code`` is stable."""
@@ -192,7 +195,7 @@ class GatewayClient:
                 connect(
                     self.url,
                     additional_headers=headers,
-                    max_size=64 * 1024 * 1024,
+                    max_size=MAX_MESSAGE_BYTES,
                     open_timeout=self.open_timeout,
                     ping_interval=20,
                     ping_timeout=20,

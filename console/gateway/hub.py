@@ -23,11 +23,12 @@ bounded store (:mod:`console.gateway.unknown_beats`) and adopted when the run ap
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
@@ -55,9 +56,11 @@ from console.semantics import (
 )
 
 HEARTBEAT_HISTORY = 120
-HISTORY_RUNS = 2_000  # runs whose recent beats are kept (least recently beating go first)
+HISTORY_RUNS = 2_000  # runs whose recent beats are kept: the first to beat, and ...
+MAX_FOCUS = 1_000  # ... the runs clients opened lately (least recently opened go first)
 WHEEL_SLOTS_PER_S = 10  # the liveness wheel's resolution
-MAX_LAG = 50_000  # events a subscriber may fall behind before it is resynced
+MAX_LAG = 100_000  # events a subscriber may fall behind before it is resynced (the log's
+# default size: a client is resynced when the log no longer reaches back to its cursor)
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
 FINISHED_RUN_TTL = timedelta(hours=1)  # finished runs leave the live index (audit keeps them)
 MAX_UNKNOWN_RUNS = 10_000  # runs no adapter knows whose latest beat is kept
@@ -107,23 +110,67 @@ class BeatFacts(NamedTuple):
                          beat.timeout_s, beat.in_flight_step, beat.phase)
 
 
+class AdapterView(NamedTuple):
+    """What the hub keeps of a run as its adapter last reported it: the fields the merge
+    with the agent's beats overrides (the rest lives once, in the merged run)."""
+
+    state: RunState
+    heartbeat_at: datetime | None
+    heartbeat_interval_s: float | None
+    heartbeat_timeout_s: float | None
+    progress: float | None
+    resources: list[Resource]
+    in_flight_step: str | None
+    warnings: list[str]
+    updated_at: datetime
+
+    @staticmethod
+    def of(run: Run) -> AdapterView:
+        return AdapterView(run.state, run.heartbeat_at, run.heartbeat_interval_s,
+                           run.heartbeat_timeout_s, run.progress, run.resources,
+                           run.in_flight_step, run.warnings, run.updated_at)
+
+
+#: fields of a run's contract that change without a new run object (the beat fast path),
+#: with the time, or with a flip of the state alone (late, lost, running again): the cached
+#: rest of a contract (Hub.contract_bytes) outlives such changes
+CONTRACT_DYNAMIC = ("heartbeat_at", "progress", "heartbeat_age_s", "observed_age_s",
+                    "suspected_state", "state", "updated_at")
+
+_AS_IS: Any = object()  # Hub.contract_bytes: the run's own value
+
+#: fields of a merged run that do not come from the adapter as they are
+MERGED_FIELDS = frozenset({*AdapterView._fields, "interrupts"})
+
+#: one beat in a run's history: at, seq, progress, details, resources (a tuple: a model per
+#: beat cost more than the rest of a beat's handling)
+BeatRecord = tuple[datetime, int, float | None, dict[str, Any], list[Resource] | None]
+
+
 class Event(dict[str, Any]):
     """One published event, ``{"seq", "kind", "data"}``, with its encodings made once for
     every client. A beat event (``run_ref`` set) has no ``data`` stored: its full form (the
     run contract) is rendered from the run when first asked for, with the beat's heartbeat
     time and progress; its compact form is ``{"id", "heartbeat_at", "progress"}``."""
 
-    __slots__ = ("scope", "run_ref", "beat", "_full", "_compact")
+    __slots__ = ("scope", "run_ref", "beat", "state", "at", "render", "_full", "_compact")
 
     def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
                  scope: str | None, run_ref: Run | None = None,
-                 beat: dict[str, Any] | None = None) -> None:
+                 beat: dict[str, Any] | None = None, *, state: bool = False) -> None:
         super().__init__(seq=seq, kind=kind)
         if data is not None:
             self["data"] = data
         self.scope = scope  # BACKEND:CONTEXT the event is about (None: no context)
         self.run_ref = run_ref
         self.beat = beat
+        #: a ``run`` event rendered lazily from ``run_ref`` that is more than a beat (its
+        #: state, cadence or warnings changed): every client gets its full form
+        self.state = state
+        #: the run's heartbeat time as of the event, and the hub's renderer of a run's
+        #: contract with it (Hub.contract_bytes: cached between events and snapshots)
+        self.at: datetime | None = None
+        self.render: Callable[[Run, datetime | None, float | None], bytes] | None = None
         self._full: bytes | None = None
         self._compact: bytes | None = None
 
@@ -154,16 +201,24 @@ class Event(dict[str, Any]):
 
     def full(self) -> bytes:
         """The event as every client without compact beats gets it."""
+        if self._full is None and self.render is not None and self.run_ref is not None \
+                and self.beat is not None and "data" not in self:
+            self._full = (b'{"seq":' + str(self["seq"]).encode() + b',"kind":"run","data":'
+                          + self.render(self.run_ref, self.at, self.beat["progress"]) + b"}")
+            if self.state:
+                self.run_ref = None  # nor a run that may have been replaced since
         if self._full is None:
             self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
             # the log keeps the encoding, not the objects too (a run's contract is ~3x its
             # JSON in memory); ``event["data"]`` decodes it again
             dict.pop(self, "data", None)
+            if self.state:
+                self.run_ref = None  # nor a run that may have been replaced since
         return self._full
 
     def compact(self) -> bytes:
         """A beat event as a ``beat`` event; any other event as :meth:`full`."""
-        if self.beat is None:
+        if self.beat is None or self.state:
             return self.full()
         if self._compact is None:
             self._compact = encode({"seq": self["seq"], "kind": "beat", "data": self.beat})
@@ -217,7 +272,7 @@ class Hub:
         self.seq = 0
         self.log: deque[dict[str, Any]] = deque(maxlen=event_log_size)
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
-        self._observed: dict[str, Run] = {}  # as the adapter last reported it
+        self._observed: dict[str, AdapterView] = {}  # as the adapter last reported it
         self._beats: dict[str, BeatFacts] = {}  # latest agent beat per known run id
         self._beat_seen: dict[str, datetime] = {}  # when the gateway accepted that beat
         self._bound: dict[str, Reporter] = {}  # known run id -> the token its beats come from
@@ -226,8 +281,9 @@ class Hub:
         self.stale_beats = 0  # beats ignored because a newer one was already accepted
         self.beats_accepted = 0  # beats merged into known runs
         self.takeovers = 0  # runs whose binding moved to another token
-        #: recent beats of the runs that beat most recently (HISTORY_RUNS of them)
-        self.history: OrderedDict[str, deque[Heartbeat]] = OrderedDict()
+        #: recent beats of the first HISTORY_RUNS runs to beat and of the focused runs
+        self.history: dict[str, deque[BeatRecord]] = {}
+        self.focused: OrderedDict[str, None] = OrderedDict()  # runs clients opened lately
         self.interrupts: dict[str, Interrupt] = {}
         #: set by the command executor: an interrupt as shown (four-eyes approvals so far)
         self.interrupt_overlay: Callable[[Interrupt], Interrupt] = lambda intr: intr
@@ -240,6 +296,12 @@ class Hub:
         self._due: dict[int, set[str]] = {}  # 100 ms slot -> runs whose liveness may change
         self._due_of: dict[str, int] = {}
         self._terminal: set[str] = set()  # runs in a terminal state (for the TTL)
+        self._warning_lists: dict[tuple[str, ...], list[str]] = {}  # see _warnings
+        #: run id -> its contract encoded without the fields that change in place or with
+        #: the time (CONTRACT_DYNAMIC); dropped when the run object is replaced
+        self._contracts: dict[str, bytes] = {}
+        self._batching = 0  # inside a flush or tick: subscribers are woken at its end
+        self._pending_wake = 0  # 1: beats wait, 2: a state event waits
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
         self.snapshot_parts: dict[str, Callable[[], Any]] = {}
         #: called with every published event (the webhooks classify; they must not block)
@@ -251,13 +313,52 @@ class Hub:
         self.seq += 1
         event = Event(self.seq, kind, data, event_scope(kind, data))
         self.log.append(event)
-        for sub in self.subscribers:
-            sub.urgent = True
-            sub.wake()
+        self._notify(urgent=True)
         for listener in self.listeners:
             listener(event)
         event.full()  # encoded now, and only the encoding stays in the log
         return event
+
+    def publish_run(self, run: Run, *, urgent: bool = True) -> Event:
+        """A ``run`` event rendered from ``run`` when first asked for (a run's contract and
+        its encoding cost more than the rest of a merge; the 100,000 events of the first
+        beats need neither until a client reads them). The run object is never changed
+        after this but for its heartbeat time and progress (the beat fast path), which the
+        event keeps as they are now."""
+        self.seq += 1
+        at = run.heartbeat_at
+        beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
+                "progress": run.progress}
+        event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat, state=True)
+        event.at, event.render = at, self._render_run
+        self.log.append(event)
+        self._notify(urgent=urgent)
+        for listener in self.listeners:
+            listener(event)
+        return event
+
+    def _notify(self, *, urgent: bool) -> None:
+        """Wake the subscribers (``urgent``: a state event waits, flush it soon). Within a
+        flush or a tick, once at its end: a storm of late runs woke every subscriber once
+        per event (50 clients x thousands of events)."""
+        if self._batching:
+            self._pending_wake = max(self._pending_wake, 2 if urgent else 1)
+            return
+        for sub in self.subscribers:
+            if urgent:
+                sub.urgent = True
+            sub.wake()
+
+    @contextlib.contextmanager
+    def _batch(self) -> Iterator[None]:
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching and self._pending_wake:
+                urgent, self._pending_wake = self._pending_wake == 2, 0
+                self._notify(urgent=urgent)
 
     def _publish_beat(self, run: Run, now: datetime) -> None:
         """A beat that changed only the heartbeat time and progress (no wake: the caller
@@ -266,7 +367,12 @@ class Hub:
         at = run.heartbeat_at
         beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
                 "progress": run.progress}
-        self.log.append(Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat))
+        event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat)
+        event.at, event.render = at, self._render_run
+        self.log.append(event)
+
+    def _render_run(self, run: Run, at: datetime | None, progress: float | None) -> bytes:
+        return self.contract_bytes(run, self.clock(), at=at, progress=progress)
 
     def events_since(self, since: int) -> list[Event] | None:
         """Events after ``since``; None when the log no longer reaches back that far."""
@@ -342,14 +448,64 @@ class Hub:
         now = self.clock()
         for run in runs:
             before = self._observed.get(run.id)
-            self._observed[run.id] = run
+            view = self._observed[run.id] = AdapterView.of(run)
             if run.id in self.unknown:
                 self._adopt(run.id)
-            elif before is not None and before is not run and before == run:
+            elif before is not None and before == view and self._same_rest(run):
                 continue  # the adapter reports it unchanged; liveness has its own wheel
-            self._refresh(run.id, now)
+            self._refresh(run.id, now, base=run)
         for run_id in gone or []:
             self._forget_run(run_id)
+
+    def _put_run(self, run: Run, old: Run | None = None) -> None:
+        """The merged run changed: a new object (only the beat fast path changes one in
+        place, and only its CONTRACT_DYNAMIC fields). ``old``: the version it replaces,
+        when the two differ in CONTRACT_DYNAMIC fields at most, unless their warnings or
+        cadence differ (checked here): the cached contract stays."""
+        self.runs[run.id] = run
+        if old is None or run.warnings != old.warnings \
+                or run.heartbeat_interval_s != old.heartbeat_interval_s \
+                or run.heartbeat_timeout_s != old.heartbeat_timeout_s:
+            self._contracts.pop(run.id, None)
+
+    def contract_bytes(self, run: Run, now: datetime, *, at: Any = _AS_IS,
+                       progress: Any = _AS_IS) -> bytes:
+        """``encode(run.contract(now))`` (the same fields and values; the fields that move
+        with the clock or the beats come last), cached between snapshots: the rest of a
+        run's contract is encoded once per version of the run, not once per snapshot
+        (100,000 contracts took seconds). ``at``, ``progress``: the run's heartbeat time and
+        progress as of an event (the beat fast path changes them in place since)."""
+        static = self._contracts.get(run.id) if self.runs.get(run.id) is run else None
+        if static is None:
+            data = run.contract(now)
+            for key in CONTRACT_DYNAMIC:
+                del data[key]
+            static = encode(data)[:-1]
+            if self.runs.get(run.id) is run:
+                self._contracts[run.id] = static
+        if (at is _AS_IS or at is run.heartbeat_at) and (
+                progress is _AS_IS or progress == run.progress):
+            at, progress, view = run.heartbeat_at, run.progress, run
+        else:
+            at = run.heartbeat_at if at is _AS_IS else at
+            progress = run.progress if progress is _AS_IS else progress
+            view = _copy_run(run, {"heartbeat_at": at, "progress": progress})
+        suspected = view.suspected_state(now)
+        return static + b"," + encode({
+            "heartbeat_at": at.isoformat() if at else None, "progress": progress,
+            "state": view.state.value, "updated_at": view.updated_at.isoformat(),
+            "heartbeat_age_s": view.heartbeat_age_s(now),
+            "observed_age_s": view.observed_age_s(now),
+            "suspected_state": suspected.value if suspected is not None else None,
+        })[1:]
+
+    def _same_rest(self, run: Run) -> bool:
+        """Does the merged run hold ``run``'s fields that the merge does not override?"""
+        merged = self.runs.get(run.id)
+        if merged is None:
+            return False
+        have = merged.__dict__
+        return all(have.get(k) == v for k, v in run.__dict__.items() if k not in MERGED_FIELDS)
 
     def _forget_run(self, run_id: str) -> None:
         self._observed.pop(run_id, None)
@@ -361,15 +517,27 @@ class Hub:
         self.release_checks.pop(run_id, None)
         self._unschedule(run_id)
         self._terminal.discard(run_id)
+        self._contracts.pop(run_id, None)
         if self.runs.pop(run_id, None) is not None:
             self.publish("run_removed", {"id": run_id})
 
-    def _merge(self, run_id: str, now: datetime) -> Run | None:
+    def _merge(self, run_id: str, now: datetime, base: Run | None = None) -> Run | None:
+        """The run as shown: the adapter's report (``base``, the run as the adapter just
+        reported it, or else the merged run, whose other fields are the adapter's) with the
+        agent's latest beat and the pending interrupts merged in."""
         observed = self._observed.get(run_id)
-        if observed is None:
+        base = base if base is not None else self.runs.get(run_id)
+        if observed is None or base is None:
             return None
         beat = self._beats.get(run_id)
-        update: dict[str, Any] = {"interrupts": sorted(self._pending_by_run.get(run_id, ()))}
+        update: dict[str, Any] = {
+            "interrupts": sorted(self._pending_by_run.get(run_id, ())),
+            "state": observed.state, "heartbeat_at": observed.heartbeat_at,
+            "heartbeat_interval_s": observed.heartbeat_interval_s,
+            "heartbeat_timeout_s": observed.heartbeat_timeout_s,
+            "progress": observed.progress, "resources": observed.resources,
+            "in_flight_step": observed.in_flight_step, "updated_at": observed.updated_at,
+        }
         if beat is not None:
             update["heartbeat_at"] = beat.at or now
             if beat.interval_s:
@@ -381,7 +549,7 @@ class Hub:
             if beat.resources is not None:
                 update["resources"] = list(beat.resources)
             update["in_flight_step"] = beat.in_flight_step
-        merged = _copy_run(observed, update)
+        merged = _copy_run(base, update)
         fields = merged.__dict__  # set directly: pydantic's setattr grows a set per run
         check = self.release_checks.get(run_id)
         if merged.state in (RunState.PAUSED, RunState.CANCELLED) and check is not None:
@@ -392,11 +560,23 @@ class Hub:
             fields["state"] = unified_state(merged, now)
         # every run of every backend: the adapter's own warnings, then the recoverability
         # warnings its facts imply (facts merged from the agent's beats included)
-        fields["warnings"] = [*observed.warnings, *recoverability_warnings(merged)]
+        fields["warnings"] = self._warnings(observed.warnings, merged)
         return merged
 
-    def _refresh(self, run_id: str, now: datetime) -> None:
-        merged = self._merge(run_id, now)
+    def _warnings(self, reported: list[str], run: Run) -> list[str]:
+        """The adapter's warnings, then the recoverability warnings ``run``'s facts imply;
+        one list object for every run with the same warnings (100,000 runs mostly share a
+        handful; nothing changes a run's list in place)."""
+        key = (*reported, *recoverability_warnings(run))
+        shared = self._warning_lists.get(key)
+        if shared is None:
+            if len(self._warning_lists) >= 4096:
+                self._warning_lists.clear()
+            shared = self._warning_lists[key] = list(key)
+        return shared
+
+    def _refresh(self, run_id: str, now: datetime, base: Run | None = None) -> None:
+        merged = self._merge(run_id, now, base)
         if merged is None:
             return
         old = self.runs.get(run_id)
@@ -404,14 +584,14 @@ class Hub:
             merged.__dict__["updated_at"] = now  # the unified state changed here
         elif old is not None and old.updated_at > merged.updated_at:
             merged.__dict__["updated_at"] = old.updated_at
-        self.runs[run_id] = merged
+        self._put_run(merged)
         self._schedule(merged)
         if merged.state.terminal:
             self._terminal.add(run_id)
         else:
             self._terminal.discard(run_id)
         if old is None or _differs(old, merged):
-            self.publish("run", merged.contract(now))
+            self.publish_run(merged)
 
     def _beat_only(self, run_id: str, now: datetime) -> bool:
         """The fast path of a flush: when the latest beat changes nothing but the run's
@@ -445,6 +625,74 @@ class Hub:
             fields["progress"] = beat.progress
         self._schedule(run)
         self._publish_beat(run, now)
+        return True
+
+    def _beat_merge(self, run_id: str, now: datetime) -> bool:
+        """The next path of a flush (a run's first beat, or one that announces another
+        cadence or timeout, or changes the state): when the beat leaves the resources and
+        the in-flight step as they are and no release check waits, the merged run is the
+        current one with the heartbeat fields, state and warnings the full merge would give
+        (field by field, without a merge from the adapter's report or a comparison of the
+        two versions); published as a lazily rendered ``run`` event. False: the full merge
+        is needed."""
+        run = self.runs.get(run_id)
+        beat = self._beats.get(run_id)
+        observed = self._observed.get(run_id)
+        if run is None or beat is None or observed is None or run_id in self.release_checks:
+            return False
+        if beat.in_flight_step != run.in_flight_step or (
+                beat.resources if beat.resources is not None
+                else observed.resources) != run.resources:
+            return False
+        new = _copy_run(run, {
+            "heartbeat_at": beat.at or now,
+            "heartbeat_interval_s": beat.interval_s or observed.heartbeat_interval_s,
+            "heartbeat_timeout_s": beat.timeout_s or observed.heartbeat_timeout_s,
+            "progress": beat.progress if beat.progress is not None else observed.progress,
+            "state": observed.state,
+        })
+        fields = new.__dict__
+        fields["state"] = unified_state(new, now)
+        fields["warnings"] = self._warnings(observed.warnings, new)
+        changed = fields["state"] is not run.state
+        if changed:
+            fields["updated_at"] = now  # the unified state changed here
+        self._put_run(new, run)
+        self._schedule(new)
+        if new.state.terminal:
+            self._terminal.add(run_id)
+        else:
+            self._terminal.discard(run_id)
+        self.publish_run(new, urgent=changed)
+        return True
+
+    def _silence(self, run_id: str, run: Run, now: datetime, slot: int) -> bool:
+        """Silence changed ``run``'s state (late, lost): nothing else changed since its last
+        merge, so the merged run is the current one with the state the merge would judge
+        now (from the adapter's state, as the merge does). False: the full merge is needed
+        (a release check decides the state)."""
+        observed = self._observed.get(run_id)
+        if observed is None or run_id in self.release_checks:
+            return False
+        fields = run.__dict__
+        state = fields["state"]
+        fields["state"] = observed.state
+        try:
+            new_state = unified_state(run, now)
+        finally:
+            fields["state"] = state
+        if new_state is state:
+            self._schedule(run, not_before=slot + 1)
+            return True
+        new = _copy_run(run, {"state": new_state, "updated_at": now})
+        new.__dict__["warnings"] = self._warnings(observed.warnings, new)
+        self._put_run(new, run)
+        self._schedule(new)
+        if new.state.terminal:
+            self._terminal.add(run_id)
+        else:
+            self._terminal.discard(run_id)
+        self.publish_run(new)
         return True
 
     # ------------------------------------------------------------------ liveness wheel
@@ -511,22 +759,38 @@ class Hub:
         self._beat_seen[run_id] = now
         if owner is not None and bound is not owner:
             self._bound[run_id] = owner
-        self._record(run_id, beat)
-        self._verify_release(run_id, facts, reporter)
+        if len(self.history) < HISTORY_RUNS or run_id in self.history or self.focused:
+            self._record(run_id, beat)
+        if self.release_checks:
+            self._verify_release(run_id, facts, reporter)
         self._dirty.add(run_id)
 
     def _record(self, run_id: str, beat: AgentHeartbeat) -> None:
         hist = self.history.get(run_id)
         if hist is None:
+            if len(self.history) >= HISTORY_RUNS and run_id not in self.focused:
+                return
             hist = self.history[run_id] = deque(maxlen=HEARTBEAT_HISTORY)
-            while len(self.history) > HISTORY_RUNS:
-                self.history.popitem(last=False)
-        else:
-            self.history.move_to_end(run_id)
-        # already validated as a heartbeat frame: construct, do not validate again
-        hist.append(Heartbeat.model_construct(
-            at=beat.at or self.clock(), seq=beat.seq, progress=beat.progress,
-            details=beat.details, resources=beat.resources))
+        hist.append((beat.at or self.clock(), beat.seq, beat.progress, beat.details,
+                     beat.resources))
+
+    def heartbeat_history(self, run_id: str) -> list[Heartbeat]:
+        """The beats the agent pushed for ``run_id`` lately (oldest first; kept for the first
+        HISTORY_RUNS runs to beat and for the runs clients opened: :meth:`focus`)."""
+        # already validated as heartbeat frames: construct, do not validate again
+        return [Heartbeat.model_construct(at=at, seq=seq, progress=progress, details=details,
+                                          resources=resources)
+                for at, seq, progress, details, resources in self.history.get(run_id, ())]
+
+    def focus(self, run_ids: list[str]) -> None:
+        """Clients opened these runs: keep their heartbeat history from now on."""
+        for run_id in run_ids:
+            self.focused[run_id] = None
+            self.focused.move_to_end(run_id)
+        while len(self.focused) > MAX_FOCUS:
+            gone, _ = self.focused.popitem(last=False)
+            if len(self.history) > HISTORY_RUNS:
+                self.history.pop(gone, None)
 
     def _adopt(self, run_id: str) -> None:
         """A run an adapter now shows: its held beat (and binding) become the run's."""
@@ -574,19 +838,20 @@ class Hub:
     def flush_heartbeats(self) -> None:
         now = self.clock()
         dirty, self._dirty = self._dirty, set()
-        beats = 0
-        for run_id in dirty:
-            if self._beat_only(run_id, now):
-                beats += 1
-            else:
-                self._refresh(run_id, now)
-        if beats:
-            for sub in self.subscribers:
-                sub.wake()
+        with self._batch():
+            for run_id in dirty:
+                if self._beat_only(run_id, now) or self._beat_merge(run_id, now):
+                    self._pending_wake = self._pending_wake or 1
+                else:
+                    self._refresh(run_id, now)
 
     def tick(self) -> None:
         """Re-evaluate liveness of the runs whose deadline has come, and expire release
         checks, finished runs and old interrupts."""
+        with self._batch():
+            self._tick()
+
+    def _tick(self) -> None:
         now = self.clock()
         slot = math.floor(now.timestamp() * WHEEL_SLOTS_PER_S)
         for due in sorted(d for d in self._due if d <= slot):
@@ -597,7 +862,8 @@ class Hub:
                     continue
                 # silence alone moves running -> late -> lost; refresh only where that happens
                 if run.heartbeat_at is not None and unified_state(run, now) is not run.state:
-                    self._refresh(run_id, now)
+                    if not self._silence(run_id, run, now, slot):
+                        self._refresh(run_id, now)
                 else:
                     self._schedule(run, not_before=slot + 1)
         for run_id in [r for r in self._terminal if r in self.runs

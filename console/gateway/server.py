@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import ssl
@@ -75,10 +76,16 @@ JOURNAL_UNAVAILABLE = ("the gateway's journal is unavailable: the command was no
                        "as done; retry with the same idempotency key (it takes effect once)")
 SNAPSHOT_REUSE_S = 0.5  # an encoded snapshot serves every client asking within this time
 SNAPSHOT_FRAGMENT = 256 * 1024  # a large snapshot goes out in fragments of this size
-SNAPSHOT_CHUNK = 500  # runs encoded between two turns of the event loop
+SNAPSHOT_CHUNK = 500  # runs encoded between two looks at the time ...
+SNAPSHOT_SLICE_S = 0.05  # ... and the event loop let through after this long (a turn with
+# the loop for every 500 runs gave a build under load less than half the CPU: it took longer
+# than the event log reaches back, and the client was resynced at once)
 EVENTS_PER_FRAME = 5_000  # at most this many events in one events frame
-FRAME_CACHE_BYTES = 32 << 20  # events frames kept for the clients that ask next
+FRAME_CACHE_BYTES = 8 << 20  # events frames kept for the clients that ask next
 BUDGET_BYTES = 2048  # a heartbeats frame costs one budget frame per 2 KiB (about ten beats)
+#: the collector's thresholds: with 100,000 runs indexed, the default (700 allocations) ran a
+#: young collection every few beats and a full one (all runs traversed) every few seconds
+GC_THRESHOLDS = (50_000, 50, 100)
 
 
 class HandshakeLog:
@@ -110,6 +117,7 @@ class HandshakeLog:
 class Gateway:
     def __init__(self, settings: GatewaySettings) -> None:
         self.settings = settings
+        gc.set_threshold(*GC_THRESHOLDS)
         self.policy = PolicyState(settings.policy_path)
         self.policy.load()  # PolicyError (file, rule, key) before anything else is opened
         self.hub: Hub = PeerHub(event_log_size=settings.event_log_size)
@@ -536,7 +544,7 @@ class Gateway:
             cursor = replay[-1].seq if replay else self.hub.seq
             first = self._events_frame(replay, flt, compact, replay=True)
         elif hello.snapshot or hello.subscribe:
-            cursor, first = await self._snapshot_frame(flt)
+            cursor, first = await self._snapshot_frame(flt, shared=hello.subscribe)
         else:  # a one-shot client that asks for what it needs
             cursor, first = self.hub.seq, None
         if hello.subscribe:
@@ -623,7 +631,7 @@ class Gateway:
                 if events is None:
                     sub.resyncs += 1
                     self.counters["client_resyncs"] += 1
-                    sub.cursor, snapshot = await self._snapshot_frame(sub.filter)
+                    sub.cursor, snapshot = await self._snapshot_frame(sub.filter, shared=True)
                     await self._send_large(ws, snapshot)
                     continue
                 if not events:
@@ -661,10 +669,14 @@ class Gateway:
             head += b'"replay":true,'
         return head + b'"events":[' + b",".join(parts) + b"]}"
 
-    async def _snapshot_frame(self, flt: SubscriptionFilter | None) -> tuple[int, bytes]:
+    async def _snapshot_frame(self, flt: SubscriptionFilter | None, *,
+                              shared: bool = False) -> tuple[int, bytes]:
         """(seq, encoded snapshot): one encoding serves every client with the same filter
         for SNAPSHOT_REUSE_S while no event happened since, and clients asking while it is
-        being built wait for that build (a reconnect storm builds it once)."""
+        being built wait for that build (a reconnect storm builds it once). ``shared``: for
+        a subscribing client (or a resync), which is sent the events after the snapshot's
+        seq anyway: reused for SNAPSHOT_REUSE_S even when events happened since (at 20,000
+        beats/s a snapshot is never the newest one)."""
         key = flt.key if flt is not None else ""
         now = time.monotonic()
         cached = self._snapshots.get(key)
@@ -673,7 +685,7 @@ class Gateway:
         # reads the snapshot and leaves, so an older one would show it a past state (an
         # interrupt still pending right after its approval was applied)
         if cached is not None and now - cached[0] < SNAPSHOT_REUSE_S \
-                and cached[1] == self.hub.seq and lag_decision(
+                and (shared or cached[1] == self.hub.seq) and lag_decision(
                 cached[1], self.hub.seq, first, self.hub.max_lag // 2) != "resync":
             return cached[1], cached[2]
         building = self._building.get(key)
@@ -696,12 +708,21 @@ class Gateway:
         now = self.hub.clock()
         head = self.hub.snapshot(now, flt, with_runs=False)
         runs = self.hub.admitted_runs(flt)
-        parts: list[bytes] = []
+        encoded = encode(head)
+        at = encoded.index(b'"runs":[]') + len(b'"runs":[')
+        parts: list[bytes] = [encoded[:at]]  # the runs, a comma after each but the last
+        turn = time.monotonic()
         for i in range(0, len(runs), SNAPSHOT_CHUNK):
-            parts.extend(encode(r.contract(now)) for r in runs[i:i + SNAPSHOT_CHUNK])
-            await asyncio.sleep(0)
-        frame = encode(head).replace(b'"runs":[]', b'"runs":[' + b",".join(parts) + b"]", 1)
-        return int(head["seq"]), frame
+            for r in runs[i:i + SNAPSHOT_CHUNK]:
+                parts += (self.hub.contract_bytes(r, now), b",")
+            if time.monotonic() - turn >= SNAPSHOT_SLICE_S:
+                await asyncio.sleep(0)
+                turn = time.monotonic()
+        if len(parts) > 1:
+            parts.pop()
+        parts.append(encoded[at:])
+        # one join: the frame is built once (~75 MB at 100,000 runs), not copied again
+        return int(head["seq"]), b"".join(parts)
 
     async def _send_large(self, ws: Any, frame: bytes | None) -> None:
         """A frame; a large one in fragments, so a slow reader holds one fragment in the
@@ -765,6 +786,7 @@ class Gateway:
                                           getattr(msg, "id", None)))
 
     def _focus(self, run_ids: list[str]) -> None:
+        self.hub.focus(run_ids)
         by_backend: dict[str, set[str]] = {}
         for run_id in run_ids:
             head, _, native = run_id.partition("/")
@@ -816,6 +838,7 @@ class Gateway:
         journal: list[dict[str, Any]] = []
         native_beats: list[dict[str, Any]] = []
         errors: list[str] = []
+        self.hub.focus([run.id])  # its pushed beats are kept from now on
         if backend is not None:
             backend.focus({run.native_id})
             try:
@@ -833,7 +856,7 @@ class Gateway:
             journal.append({"index": len(journal), "name": run.in_flight_step,
                             "status": "in_flight", "started_at": None, "completed_at": None,
                             "detail": "reported by the agent"})
-        pushed = [b.contract() for b in self.hub.history.get(run.id, [])]
+        pushed = [b.contract() for b in self.hub.heartbeat_history(run.id)]
         data["journal"] = journal
         data["heartbeats"] = native_beats + pushed
         data["interrupts_detail"] = [
@@ -918,6 +941,9 @@ class Gateway:
                     self.hub.agent_heartbeat(target, beat, reporter, len(raw))
                 elif isinstance(msg, AgentHeartbeats):
                     await self._agent_beats(ws, who, reporter, msg, len(raw))
+                    # let the clients' flushers and the other agents in: a fast agent's
+                    # frames are already buffered, and would be read back to back
+                    await asyncio.sleep(0)
                 elif isinstance(msg, Ping):
                     await ws.send(dumps({"type": "pong", "id": msg.id}))
                 elif isinstance(msg, Hello):
@@ -944,12 +970,14 @@ class Gateway:
         now = self.hub.clock()
         each = max(1, size // len(msg.beats))
         refused: dict[str, tuple[int, str, str]] = {}  # code -> (count, first message, target)
+        keys: dict[tuple[str, str | None], str] = {}  # a batch's beats mostly share theirs
         for item in msg.beats:
             target = ""
             try:
                 if isinstance(item, FrameError):
                     raise item
-                key = self._agent_backend_key(item)
+                key = keys.get((item.backend, item.context)) or keys.setdefault(
+                    (item.backend, item.context), self._agent_backend_key(item))
                 target = f"{key}/{item.native_id}"
                 beat = check_beat(item, who, key, now)
                 self.hub.agent_heartbeat(target, beat, reporter, each)
