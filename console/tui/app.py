@@ -49,6 +49,7 @@ from console.terminal_text import terminal_safe
 from console.tui.attention import Attention
 from console.tui.command_line import parse_command
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
+from console.tui.gc_policy import GcPolicy
 from console.tui.inert_text import InertControlCharacters
 from console.tui.marks import clear_sent_marks
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
@@ -138,6 +139,7 @@ class IrqApp(App[None]):
         self.animation_level = "none"  # over SSH: nothing moves that need not
         self._inert_text = InertControlCharacters()
         self.attention = Attention(self, notify)  # bell / desktop ([notify]), OSC 52 copy
+        self.gc_policy = GcPolicy()  # full collections off the key path (gc_policy.py)
         wanted = THEMES.get(theme or "", theme or "textual-dark")
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
 
@@ -180,6 +182,8 @@ class IrqApp(App[None]):
             self.set_keymap(self.keymap)
         self.set_interval(self.flush_interval, self._apply_pending, name="flush")
         self.set_interval(self.tick_interval, self._tick, name="tick")
+        if not self.is_headless:  # a terminal's app, not a test's (tests share the process)
+            self.gc_policy.start()
         self._start_feed()
 
     def _start_feed(self) -> None:
@@ -207,6 +211,7 @@ class IrqApp(App[None]):
 
     async def on_unmount(self) -> None:
         self.source.stop()
+        self.gc_policy.stop()
 
     # ------------------------------------------------------------ live updates
 
@@ -242,6 +247,7 @@ class IrqApp(App[None]):
         self._apply(change)
 
     def _tick(self) -> None:
+        self.gc_policy.tick()
         self.attention.tick()
         now = self.clock()
         if self.index.retime(now):
