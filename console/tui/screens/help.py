@@ -73,6 +73,7 @@ class RenderedOnce:
     def __init__(self, renderable: RenderableType) -> None:
         self.renderable = renderable
         self._lines: dict[int, list[list[Segment]]] = {}
+        self._measures: dict[tuple[int, int], Measurement] = {}
 
     def _render(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
         lines = self._lines.get(options.max_width)
@@ -88,10 +89,28 @@ class RenderedOnce:
             yield new_line
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement.get(console, options, self.renderable)
+        key = (options.min_width, options.max_width)
+        measure = self._measures.get(key)
+        if measure is None:
+            measure = self._measures[key] = Measurement.get(console, options, self.renderable)
+        return measure
 
 
 _REFERENCE: RenderedOnce | None = None
+_KEYS: dict[tuple[KeyHelp, ...], RenderedOnce] = {}
+
+
+def keys_once(rows: list[KeyHelp]) -> RenderedOnce:
+    """The keys table for ``rows``, rendered once per width: opening help again on the same
+    screen (same keys, same statuses) reuses the lines (a Rich table of 30 rows takes tens of
+    milliseconds to lay out, most of what a key press to help cost)."""
+    key = tuple(rows)
+    table = _KEYS.get(key)
+    if table is None:
+        if len(_KEYS) >= 32:
+            _KEYS.clear()
+        table = _KEYS[key] = RenderedOnce(keys_table(rows))
+    return table
 
 
 def reference_once() -> RenderedOnce:
@@ -127,7 +146,7 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="dialog"):
             yield Static(Text(f"Keys: {self.title_text}   (esc closes)", style="bold"))
             with VerticalScroll(id="help-body"):
-                yield Static(RenderedOnce(keys_table(self.rows)), id="help-keys")
+                yield Static(keys_once(self.rows), id="help-keys")
                 yield Static(reference_once(), id="help-reference")
 
     def on_mount(self) -> None:
