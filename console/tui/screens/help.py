@@ -4,6 +4,7 @@ syntax and the ``:`` commands. Esc, ``?`` or ``q`` closes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
@@ -13,7 +14,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.screen import ModalScreen
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import _RenderCache
 from textual.widgets import Static
 
 from console.tui.command_line import SPECS
@@ -74,6 +79,10 @@ class RenderedOnce:
         self.renderable = renderable
         self._lines: dict[int, list[list[Segment]]] = {}
         self._measures: dict[tuple[int, int], Measurement] = {}
+        #: what a widget showing it made of it (OnceStatic): strips per (size, style), and
+        #: the content height per width
+        self.strips: dict[tuple[Any, ...], list[Strip]] = {}
+        self.heights: dict[int, int] = {}
 
     def _render(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
         lines = self._lines.get(options.max_width)
@@ -94,6 +103,38 @@ class RenderedOnce:
         if measure is None:
             measure = self._measures[key] = Measurement.get(console, options, self.renderable)
         return measure
+
+
+class OnceStatic(Static):
+    """A Static showing a :class:`RenderedOnce`: its strips and height are kept on the
+    renderable, so a help screen opened again draws from them. Textual renders a Static's
+    whole content to strips on first paint (``_render_content``, Textual 8.2's own code,
+    here reused as is) and again to measure its height; for the help text that was most of
+    what ``?`` cost at 200x50 (the tables are 80+ lines)."""
+
+    def __init__(self, content: RenderedOnce, *, id: str | None = None) -> None:
+        super().__init__(content, id=id)
+        self.once = content
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        height = self.once.heights.get(width)
+        if height is None:
+            height = self.once.heights[width] = super().get_content_height(
+                container, viewport, width)
+        return height
+
+    def _render_content(self) -> None:
+        width, height = self.size
+        style = self.visual_style
+        key = (width, height, style)
+        strips = self.once.strips.get(key)
+        if strips is None:
+            if len(self.once.strips) >= 8:
+                self.once.strips.clear()
+            strips = Visual.to_strips(self, self._render(), width, height, style)
+            self.once.strips[key] = strips
+        self._render_cache = _RenderCache(self.size, strips)
+        self._dirty_regions.clear()
 
 
 _REFERENCE: RenderedOnce | None = None
@@ -146,8 +187,8 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="dialog"):
             yield Static(Text(f"Keys: {self.title_text}   (esc closes)", style="bold"))
             with VerticalScroll(id="help-body"):
-                yield Static(keys_once(self.rows), id="help-keys")
-                yield Static(reference_once(), id="help-reference")
+                yield OnceStatic(keys_once(self.rows), id="help-keys")
+                yield OnceStatic(reference_once(), id="help-reference")
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()
