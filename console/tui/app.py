@@ -12,6 +12,7 @@ reason, default No) -> the real command -> :class:`ResultsDialog` (per-item outc
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 from collections.abc import Callable
@@ -140,6 +141,8 @@ class IrqApp(App[None]):
         self._inert_text = InertControlCharacters()
         self.attention = Attention(self, notify)  # bell / desktop ([notify]), OSC 52 copy
         self.gc_policy = GcPolicy()  # full collections off the key path (gc_policy.py)
+        self._help_screens: dict[tuple[Any, ...], str] = {}  # installed help, by content
+        self._help_serial = itertools.count(1)
         wanted = THEMES.get(theme or "", theme or "textual-dark")
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
 
@@ -395,7 +398,21 @@ class IrqApp(App[None]):
         rows.append(KeyHelp(self._key_display("ctrl+p"), "command palette", "command_palette",
                             ""))
         rows.append(KeyHelp(self._key_display("ctrl+q"), "quit", "quit", ""))
-        self.push_screen(HelpScreen(screen.VIEW_NAME or "irq", rows, self.ascii_only))
+        title = screen.VIEW_NAME or "irq"
+        key = (title, tuple(rows), self.ascii_only, self.theme)
+        name = self._help_screens.get(key)
+        if name is None:
+            # kept installed: reopening the same help (same keys, same statuses) skips the
+            # compose, mount and style pass and Textual's per-line caches stay warm
+            if len(self._help_screens) >= 8:
+                for old_key, old_name in list(self._help_screens.items()):
+                    if not any(s is self.get_screen(old_name) for s in self.screen_stack):
+                        del self._help_screens[old_key]
+                        self.uninstall_screen(old_name)
+            name = f"irq-help-{next(self._help_serial)}"
+            self.install_screen(HelpScreen(title, rows, self.ascii_only), name)
+            self._help_screens[key] = name
+        self.push_screen(name)
 
     def get_key_display(self, binding: Binding) -> str:
         """Textual's key names (``↑``, ``⏎``, ``⌫``...), or the key's own name in ASCII mode."""

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.strip import Strip
@@ -192,6 +193,15 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()
+
+    def on_screen_resume(self) -> None:
+        """Opened again (the app keeps it installed): from the top, like a new one."""
+        try:
+            body = self.query_one("#help-body", VerticalScroll)
+        except NoMatches:  # the first opening: not composed yet (on_mount focuses it)
+            return
+        body.scroll_home(animate=False, immediate=True)
+        body.focus()
 
     def action_close(self) -> None:
         self.dismiss(None)
