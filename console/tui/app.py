@@ -241,6 +241,7 @@ class IrqApp(App[None]):
             return
         self._pending = FleetChange()
         now = self.clock()
+        snapshot = change.runs is None
         change.reordered = self.index.sync(self.view, now, change.runs)
         self._has_data = True
         self._record_transitions(now)
@@ -248,6 +249,8 @@ class IrqApp(App[None]):
             self.merge_audit(change.audit)
         self.redraws += 1
         self._apply(change)
+        if snapshot:  # a whole fleet arrived: the one full collection, now, not minutes later
+            self.gc_policy.rebase()
 
     def _tick(self) -> None:
         self.gc_policy.tick()

@@ -47,6 +47,12 @@ class GcPolicy:
         self.base = gc.get_freeze_count()
         self.full_collections += 1
 
+    def rebase(self) -> None:
+        """A snapshot replaced the fleet: collect fully once and freeze the new fleet (else
+        the first check after it would, up to a minute later, at a random key press)."""
+        if self.enabled:
+            self.full()
+
     def tick(self) -> None:
         """Young garbage collected, survivors frozen; a full collection if due."""
         if not self.enabled:

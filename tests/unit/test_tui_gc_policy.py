@@ -39,3 +39,16 @@ def test_a_stopped_or_unstarted_policy_does_nothing() -> None:
     policy.tick()
     assert gc.get_freeze_count() == 0
     assert policy.full_collections == 0
+
+
+def test_rebase_collects_once_only_when_started() -> None:
+    policy = GcPolicy()
+    policy.rebase()
+    assert policy.full_collections == 0
+    try:
+        policy.start()
+        policy.rebase()
+        assert policy.full_collections == 2
+        assert policy.base == gc.get_freeze_count()
+    finally:
+        policy.stop()
