@@ -12,6 +12,7 @@ reason, default No) -> the real command -> :class:`ResultsDialog` (per-item outc
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 from collections.abc import Callable
@@ -49,6 +50,7 @@ from console.terminal_text import terminal_safe
 from console.tui.attention import Attention
 from console.tui.command_line import parse_command
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
+from console.tui.gc_policy import GcPolicy
 from console.tui.inert_text import InertControlCharacters
 from console.tui.marks import clear_sent_marks
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
@@ -138,6 +140,9 @@ class IrqApp(App[None]):
         self.animation_level = "none"  # over SSH: nothing moves that need not
         self._inert_text = InertControlCharacters()
         self.attention = Attention(self, notify)  # bell / desktop ([notify]), OSC 52 copy
+        self.gc_policy = GcPolicy()  # full collections off the key path (gc_policy.py)
+        self._help_screens: dict[tuple[Any, ...], str] = {}  # installed help, by content
+        self._help_serial = itertools.count(1)
         wanted = THEMES.get(theme or "", theme or "textual-dark")
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
 
@@ -180,6 +185,8 @@ class IrqApp(App[None]):
             self.set_keymap(self.keymap)
         self.set_interval(self.flush_interval, self._apply_pending, name="flush")
         self.set_interval(self.tick_interval, self._tick, name="tick")
+        if not self.is_headless:  # a terminal's app, not a test's (tests share the process)
+            self.gc_policy.start()
         self._start_feed()
 
     def _start_feed(self) -> None:
@@ -207,6 +214,7 @@ class IrqApp(App[None]):
 
     async def on_unmount(self) -> None:
         self.source.stop()
+        self.gc_policy.stop()
 
     # ------------------------------------------------------------ live updates
 
@@ -233,6 +241,7 @@ class IrqApp(App[None]):
             return
         self._pending = FleetChange()
         now = self.clock()
+        snapshot = change.runs is None
         change.reordered = self.index.sync(self.view, now, change.runs)
         self._has_data = True
         self._record_transitions(now)
@@ -240,8 +249,11 @@ class IrqApp(App[None]):
             self.merge_audit(change.audit)
         self.redraws += 1
         self._apply(change)
+        if snapshot:  # a whole fleet arrived: the one full collection, now, not minutes later
+            self.gc_policy.rebase()
 
     def _tick(self) -> None:
+        self.gc_policy.tick()
         self.attention.tick()
         now = self.clock()
         if self.index.retime(now):
@@ -389,7 +401,21 @@ class IrqApp(App[None]):
         rows.append(KeyHelp(self._key_display("ctrl+p"), "command palette", "command_palette",
                             ""))
         rows.append(KeyHelp(self._key_display("ctrl+q"), "quit", "quit", ""))
-        self.push_screen(HelpScreen(screen.VIEW_NAME or "irq", rows, self.ascii_only))
+        title = screen.VIEW_NAME or "irq"
+        key = (title, tuple(rows), self.ascii_only, self.theme)
+        name = self._help_screens.get(key)
+        if name is None:
+            # kept installed: reopening the same help (same keys, same statuses) skips the
+            # compose, mount and style pass and Textual's per-line caches stay warm
+            if len(self._help_screens) >= 8:
+                for old_key, old_name in list(self._help_screens.items()):
+                    if not any(s is self.get_screen(old_name) for s in self.screen_stack):
+                        del self._help_screens[old_key]
+                        self.uninstall_screen(old_name)
+            name = f"irq-help-{next(self._help_serial)}"
+            self.install_screen(HelpScreen(title, rows, self.ascii_only), name)
+            self._help_screens[key] = name
+        self.push_screen(name)
 
     def get_key_display(self, binding: Binding) -> str:
         """Textual's key names (``↑``, ``⏎``, ``⌫``...), or the key's own name in ASCII mode."""

@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from operator import attrgetter
 from typing import Any
 
 from console.client import FleetView
@@ -44,7 +43,7 @@ class RunRow:
     run: Run
     state: RunState
     haystack: str
-    key: Any = None
+    keys: tuple[Any, ...] = ()  # sort_keys(): the key of each sort (set by the index)
     shown: bool = True
     recheck_at: float = math.inf  # epoch seconds after which silence may change the state
     #: epoch seconds of the last beat (None: never) and of the last update, for sorting
@@ -75,29 +74,33 @@ def recheck_at(run: Run, state: RunState) -> float:
     return min(beat + interval + late_margin(interval), lost_at)
 
 
-def _by_age(row: RunRow) -> Any:
-    at = row.beat_ts
-    return (at is None, at or 0.0, row.run.id)
+def sort_keys(row: RunRow) -> tuple[Any, ...]:
+    """The row's key for every sort, in ``SORT_CYCLE`` order (each ends with the run id:
+    unique, so rows bisect exactly).
+
+    Computed once per event (a few tuples), so a new sort is one ``sorted`` over keys already
+    made, not 10,000 key functions at the key press.
+    """
+    run = row.run
+    rid = run.id
+    beat = row.beat_ts
+    progress = run.progress
+    return (
+        (ATTENTION_RANK[row.state], rid),  # SortKey.ATTENTION
+        (beat is None, beat or 0.0, rid),  # AGE
+        (rid,),  # ID
+        (run.backend, run.context, rid),  # BACKEND
+        (progress is None, progress or 0.0, rid),  # PROGRESS
+        (-row.updated_ts, rid),  # UPDATED
+    )
 
 
-def _by_progress(row: RunRow) -> Any:
-    progress = row.run.progress
-    return (progress is None, progress or 0.0, row.run.id)
-
-
-#: the key of each sort (every key ends with the run id: unique, so rows bisect exactly)
-_SORT_VALUE: dict[SortKey, Callable[[RunRow], Any]] = {
-    SortKey.ATTENTION: lambda row: (ATTENTION_RANK[row.state], row.run.id),
-    SortKey.AGE: _by_age,
-    SortKey.ID: lambda row: (row.run.id,),
-    SortKey.BACKEND: lambda row: (row.run.backend, row.run.context, row.run.id),
-    SortKey.PROGRESS: _by_progress,
-    SortKey.UPDATED: lambda row: (-row.updated_ts, row.run.id),
-}
+#: where each sort's key sits in ``RunRow.keys``
+_SLOT: dict[SortKey, int] = {key: i for i, key in enumerate(SORT_CYCLE)}
 
 
 def sort_value(row: RunRow, key: SortKey) -> Any:
-    return _SORT_VALUE[key](row)
+    return sort_keys(row)[_SLOT[key]]
 
 
 class RunRowIndex:
@@ -122,8 +125,12 @@ class RunRowIndex:
         return row
 
     def _judge(self, row: RunRow) -> None:
-        row.key = _SORT_VALUE[self.sort](row)
+        row.keys = sort_keys(row)
         row.shown = self.query.empty or self.query.matches(row.run, row.state, row.haystack)
+
+    def key_of(self, row: RunRow) -> Any:
+        """``row``'s key in the current sort."""
+        return row.keys[_SLOT[self.sort]]
 
     def sync(self, view: FleetView, now: datetime, changed: Iterable[str] | None = None) -> bool:
         """Bring rows up to date with ``view`` (all runs, or only ``changed`` ids).
@@ -165,19 +172,20 @@ class RunRowIndex:
 
     def _move(self, old: RunRow | None, new: RunRow | None) -> bool:
         """Take ``old`` out of the shown order and put ``new`` in; True if anything moved."""
-        was = old is not None and old.shown
-        now = new is not None and new.shown
-        if was and now and old.key == new.key:  # type: ignore[union-attr]
+        slot = _SLOT[self.sort]
+        old_key = old.keys[slot] if old is not None and old.shown else None
+        new_key = new.keys[slot] if new is not None and new.shown else None
+        if old_key is not None and old_key == new_key:
             return False
-        if was:
-            i = bisect_left(self._keys, old.key)  # type: ignore[union-attr]
+        if old_key is not None:
+            i = bisect_left(self._keys, old_key)
             del self._keys[i]
             del self._ids[i]
-        if now:
-            i = bisect_left(self._keys, new.key)  # type: ignore[union-attr]
-            self._keys.insert(i, new.key)  # type: ignore[union-attr]
-            self._ids.insert(i, new.run.id)  # type: ignore[union-attr]
-        return was or now
+        if new_key is not None:
+            i = bisect_left(self._keys, new_key)
+            self._keys.insert(i, new_key)
+            self._ids.insert(i, new_key[-1])  # every key ends with the run id
+        return old_key is not None or new_key is not None
 
     def retime(self, now: datetime) -> bool:
         """Re-judge liveness of every live run; True when the visible order was rebuilt."""
@@ -203,18 +211,16 @@ class RunRowIndex:
         return changed
 
     def set_query(self, text: str) -> None:
-        self.query = FilterQuery.parse(text)
+        self.query = query = FilterQuery.parse(text)
         for row in self.rows.values():
-            self._judge(row)
+            row.shown = query.empty or query.matches(row.run, row.state, row.haystack)
         self.order(count=False)
 
     def set_sort(self, key: SortKey, reverse: bool | None = None) -> None:
+        """A new sort: the rows' keys for it are already made (``sort_keys``)."""
         self.sort = key
         if reverse is not None:
             self.reverse = reverse
-        value = _SORT_VALUE[key]
-        for row in self.rows.values():
-            row.key = value(row)
         self.order(count=False)
 
     def order(self, count: bool = True) -> None:
@@ -223,10 +229,24 @@ class RunRowIndex:
         rows = self.rows.values()
         if count:
             self.counts = Counter(row.state for row in rows)
-        shown = sorted((r for r in rows if r.shown), key=attrgetter("key"))
-        self._keys = [r.key for r in shown]
-        self._ids = [r.run.id for r in shown]
+        slot = _SLOT[self.sort]
+        if self.query.empty:
+            self._keys = sorted([r.keys[slot] for r in rows])
+        else:
+            self._keys = sorted([r.keys[slot] for r in rows if r.shown])
+        self._ids = [key[-1] for key in self._keys]  # every key ends with the run id
         self._publish()
+
+    def position(self, run_id: str) -> int | None:
+        """Where ``run_id`` is in ``visible`` (None: not shown); by bisection, no map."""
+        row = self.rows.get(run_id)
+        if row is None or not row.shown or not row.keys:
+            return None
+        key = row.keys[_SLOT[self.sort]]
+        i = bisect_left(self._keys, key)
+        if i >= len(self._keys) or self._ids[i] != run_id:
+            return None
+        return len(self._ids) - 1 - i if self.reverse else i
 
     def _publish(self) -> None:
         self.visible = self._ids[::-1] if self.reverse else list(self._ids)

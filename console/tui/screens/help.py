@@ -4,6 +4,7 @@ syntax and the ``:`` commands. Esc, ``?`` or ``q`` closes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
@@ -13,7 +14,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
+from textual.geometry import Size
 from textual.screen import ModalScreen
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import _RenderCache
 from textual.widgets import Static
 
 from console.tui.command_line import SPECS
@@ -73,6 +79,11 @@ class RenderedOnce:
     def __init__(self, renderable: RenderableType) -> None:
         self.renderable = renderable
         self._lines: dict[int, list[list[Segment]]] = {}
+        self._measures: dict[tuple[int, int], Measurement] = {}
+        #: what a widget showing it made of it (OnceStatic): strips per (size, style), and
+        #: the content height per width
+        self.strips: dict[tuple[Any, ...], list[Strip]] = {}
+        self.heights: dict[int, int] = {}
 
     def _render(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
         lines = self._lines.get(options.max_width)
@@ -88,10 +99,60 @@ class RenderedOnce:
             yield new_line
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement.get(console, options, self.renderable)
+        key = (options.min_width, options.max_width)
+        measure = self._measures.get(key)
+        if measure is None:
+            measure = self._measures[key] = Measurement.get(console, options, self.renderable)
+        return measure
+
+
+class OnceStatic(Static):
+    """A Static showing a :class:`RenderedOnce`: its strips and height are kept on the
+    renderable, so a help screen opened again draws from them. Textual renders a Static's
+    whole content to strips on first paint (``_render_content``, Textual 8.2's own code,
+    here reused as is) and again to measure its height; for the help text that was most of
+    what ``?`` cost at 200x50 (the tables are 80+ lines)."""
+
+    def __init__(self, content: RenderedOnce, *, id: str | None = None) -> None:
+        super().__init__(content, id=id)
+        self.once = content
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        height = self.once.heights.get(width)
+        if height is None:
+            height = self.once.heights[width] = super().get_content_height(
+                container, viewport, width)
+        return height
+
+    def _render_content(self) -> None:
+        width, height = self.size
+        style = self.visual_style
+        key = (width, height, style)
+        strips = self.once.strips.get(key)
+        if strips is None:
+            if len(self.once.strips) >= 8:
+                self.once.strips.clear()
+            strips = Visual.to_strips(self, self._render(), width, height, style)
+            self.once.strips[key] = strips
+        self._render_cache = _RenderCache(self.size, strips)
+        self._dirty_regions.clear()
 
 
 _REFERENCE: RenderedOnce | None = None
+_KEYS: dict[tuple[KeyHelp, ...], RenderedOnce] = {}
+
+
+def keys_once(rows: list[KeyHelp]) -> RenderedOnce:
+    """The keys table for ``rows``, rendered once per width: opening help again on the same
+    screen (same keys, same statuses) reuses the lines (a Rich table of 30 rows takes tens of
+    milliseconds to lay out, most of what a key press to help cost)."""
+    key = tuple(rows)
+    table = _KEYS.get(key)
+    if table is None:
+        if len(_KEYS) >= 32:
+            _KEYS.clear()
+        table = _KEYS[key] = RenderedOnce(keys_table(rows))
+    return table
 
 
 def reference_once() -> RenderedOnce:
@@ -127,11 +188,20 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="dialog"):
             yield Static(Text(f"Keys: {self.title_text}   (esc closes)", style="bold"))
             with VerticalScroll(id="help-body"):
-                yield Static(RenderedOnce(keys_table(self.rows)), id="help-keys")
-                yield Static(reference_once(), id="help-reference")
+                yield OnceStatic(keys_once(self.rows), id="help-keys")
+                yield OnceStatic(reference_once(), id="help-reference")
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()
+
+    def on_screen_resume(self) -> None:
+        """Opened again (the app keeps it installed): from the top, like a new one."""
+        try:
+            body = self.query_one("#help-body", VerticalScroll)
+        except NoMatches:  # the first opening: not composed yet (on_mount focuses it)
+            return
+        body.scroll_home(animate=False, immediate=True)
+        body.focus()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -166,8 +166,6 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self.clock = clock
         self.cursor = 0
         self.selected_id: str | None = None
-        self._positions: dict[str, int] = {}
-        self._generation = -1
         self._layout: Layout | None = None
         self._now: datetime = clock()
         self.lines_rendered = 0  # for the benchmark
@@ -196,11 +194,6 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self._scroll_cursor_into_view()
         self.refresh()
 
-    def _sync_positions(self) -> None:
-        if self._generation != self.index.generation:
-            self._positions = {rid: i for i, rid in enumerate(self.index.visible)}
-            self._generation = self.index.generation
-
     def rows_changed(self, changed: set[str] | None, *, reordered: bool) -> None:
         """The index changed: ``changed`` run ids (None: anything), order rebuilt or not.
 
@@ -212,9 +205,8 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         if reordered or changed is None:
             screen_row = self.cursor - top
-            self._sync_positions()
             self.virtual_size = Size(self.size.width, len(visible))
-            pos = self._positions.get(self.selected_id) if self.selected_id else None
+            pos = self.index.position(self.selected_id) if self.selected_id else None
             if pos is None:
                 pos = min(self.cursor, max(0, len(visible) - 1))
             old_selected = self.selected_id
@@ -237,9 +229,8 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
                 self.post_message(self.Highlighted(self.selected_id))
             return
         rows = self.index.rows
-        for rid in changed:
-            pos = self._positions.get(rid)
-            if pos is not None and top <= pos < top + height:
+        for pos, rid in enumerate(visible[top:top + height], top):  # the lines on screen
+            if rid in changed:
                 row = rows.get(rid)
                 if row is not None:
                     self._compare_line(pos, row)
@@ -364,7 +355,6 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         return line
 
     def render_line(self, y: int) -> Strip:
-        self._sync_positions()
         width = self.scrollable_content_region.width
         pos = int(self.scroll_offset.y) + y
         visible = self.index.visible
@@ -468,8 +458,7 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self.post_message(self.Highlighted(self.selected_id))
 
     def select(self, run_id: str) -> bool:
-        self._sync_positions()
-        pos = self._positions.get(run_id)
+        pos = self.index.position(run_id)
         if pos is None:
             return False
         self.move_to(pos)
