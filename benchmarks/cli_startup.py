@@ -56,13 +56,10 @@ def _serve(port: int, home: str, runs: int) -> None:
 
     from console.gateway.server import Gateway
     from console.gateway.settings import GatewaySettings
-    from console.model import BackendHealth
 
     async def main() -> None:
         gw = Gateway(GatewaySettings(port=port, home=Path(home)))
-        gw.backends["bench:local"] = SyntheticBackend(runs)  # type: ignore[assignment]
-        gw._polled["bench:local"] = asyncio.Event()
-        gw.hub.set_health(BackendHealth(backend="bench", context="local", reachable=True))
+        gw.add_backend("bench:local", SyntheticBackend(runs))  # type: ignore[arg-type]
         await gw.start()
         await asyncio.Event().wait()
 

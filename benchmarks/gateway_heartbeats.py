@@ -72,14 +72,11 @@ class SyntheticBackend:
 def _serve(port: int, home: str, runs: int) -> None:
     from console.gateway.server import Gateway
     from console.gateway.settings import GatewaySettings
-    from console.model import BackendHealth
 
     async def main() -> None:
         gw = Gateway(GatewaySettings(port=port, home=Path(home)))
         backend = SyntheticBackend(runs)
-        gw.backends["bench:local"] = backend  # type: ignore[assignment]
-        gw._polled["bench:local"] = asyncio.Event()
-        gw.hub.set_health(BackendHealth(backend="bench", context="local", reachable=False))
+        gw.add_backend("bench:local", backend)  # type: ignore[arg-type]
         await gw.start()
         await asyncio.Event().wait()
 

@@ -108,7 +108,6 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None) -> None:
 
     from console.gateway.server import Gateway
     from console.gateway.settings import GatewaySettings
-    from console.model import BackendHealth
 
     profiler: Any = None
     if profile:
@@ -119,9 +118,7 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None) -> None:
 
     async def main() -> None:
         gw = Gateway(GatewaySettings(port=port, home=Path(home)))
-        gw.backends["bench:local"] = SyntheticBackend(runs)  # type: ignore[assignment]
-        gw._polled["bench:local"] = asyncio.Event()
-        gw.hub.set_health(BackendHealth(backend="bench", context="local", reachable=False))
+        gw.add_backend("bench:local", SyntheticBackend(runs))  # type: ignore[arg-type]
         await gw.start()
         done = asyncio.Event()
 

@@ -189,6 +189,21 @@ class Gateway:
         if self.webhooks.hooks:
             self.hub.listeners.append(self._notify)
 
+    def add_backend(self, key: str, backend: Backend, url: str = "") -> None:
+        """One more backend context, before :meth:`start` (one not built from a URL: the
+        benchmarks' synthetic backends); read, leased and polled like the configured ones."""
+        if key in self.backends:
+            raise BackendURLError(f"two backends share the context {key!r}; set ?context=")
+        self.backends[key] = backend  # the executor's dict too
+        self.executor.unread.add(key)
+        self._polled[key] = asyncio.Event()
+        self._lease_held[key] = asyncio.Event()
+        self.leases.contexts = sorted({*self.leases.contexts, key})
+        if not self.leases.shared:
+            self.leases.held.add(key)
+        self.hub.set_health(BackendHealth(backend=backend.name, context=backend.context,
+                                          url=url, reachable=False, error="connecting"))
+
     # ------------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:

@@ -77,3 +77,23 @@ async def test_missing_dbos_database_is_stale_then_recovers_when_it_appears(tmp_
             assert health().error == ""
     finally:
         await gw.stop()
+
+
+async def test_a_backend_added_before_start_is_read_leased_and_polled(tmp_path: Path):
+    """``Gateway.add_backend`` (the benchmarks' synthetic backends): polled like a configured
+    one -- here a real DBOS backend whose database does not exist yet shows as unreachable."""
+    from backend_adapters.registry import open_backend, parse_backend_url
+
+    db = tmp_path / "nowhere" / "sys.db"
+    token = create_token(Role.VIEWER, "watcher", tmp_path)
+    gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=0.02))
+    backend = open_backend(parse_backend_url(f"dbos+sqlite:///{db}?poll=0.2"), gw.ledger)
+    gw.add_backend("dbos:local", backend)
+    await gw.start()
+    try:
+        assert gw.leases.holds("dbos:local")
+        async with GatewayClient(f"ws://127.0.0.1:{gw.port}", token) as client:
+            await _until(client, lambda: "does not exist" in getattr(
+                client.view.backends.get("dbos:local"), "error", ""))
+    finally:
+        await gw.stop()
