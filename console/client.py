@@ -335,6 +335,9 @@ class GatewayClient:
             ) from None
         finally:
             self._pending.pop(frame["id"], None)
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # the connection failed while sending: asyncio logs it not
+                # ("Future exception was never retrieved"); the send's own error is raised
 
     async def command(
         self,

@@ -303,17 +303,23 @@ class Gateway:
         failures = 0
         url = self.hub.backends[key].url
         while True:
-            await self._lease_held[key].wait()  # polled only by the gateway holding its lease
             last_ok = self.hub.backends[key].last_ok_at
             try:
-                if not started:
+                if not started:  # every gateway: commands to the context may come to any
                     await asyncio.wait_for(backend.start(), 30)
                     started = True
+                await self._lease_held[key].wait()  # polled only by its leaseholder
+                last_ok = self.hub.backends[key].last_ok_at
                 obs = await asyncio.wait_for(backend.observe(), 60)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 failures += 1
+                if not self._lease_held[key].is_set():  # the holder reports its health
+                    log.warning("starting the adapter of %s (polled by a peer) failed: %s",
+                                key, exc)
+                    await asyncio.sleep(min(10.0, backend.poll_interval_s * 2 ** min(failures, 4)))
+                    continue
                 message = exc.message if isinstance(exc, BackendError) else (
                     "timed out" if isinstance(exc, TimeoutError)
                     else f"adapter error: {type(exc).__name__}: {exc}")
