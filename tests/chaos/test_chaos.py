@@ -56,7 +56,7 @@ async def test_gateway_sigkilled_during_a_decision_storm_loses_and_doubles_nothi
     assert report.gave_up == 0 and report.unsettled == 0, result
     # a decision sent to the gateway that does not poll the context (the peer holds its
     # lease) is executed there too: its adapter is started all the same
-    assert "failed" not in report.decision_outcomes, result
+    assert "failed" not in report.outcomes, result
 
 
 @pytest.mark.timeout(600)
