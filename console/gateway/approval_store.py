@@ -98,13 +98,7 @@ class ApprovalStore:
         try:
             with self.journal.transaction() as tx:
                 _insert(tx, interrupt_id, identity, kind, args, rule, command.key, now)
-                tx.execute(
-                    "INSERT INTO commands (key, target, action, identity, role, reason,"
-                    " payload, plan, status, detail, created_at, finished_at)"
-                    " VALUES (?,?,?,?,?,?,?,NULL,'recorded',?,?,?)",
-                    (command.key, interrupt_id, kind, identity, command.role,
-                     command.reason, json.dumps({"approval": {"rule": rule}}),
-                     command.detail, now, now))
+                _insert_command(tx, command, interrupt_id, kind, identity, rule, now)
         except DuplicateRow:
             return False
         self._approved.add(interrupt_id)
@@ -136,13 +130,7 @@ class ApprovalStore:
                     return "last"
                 recorded = command(len(rows) + 1)
                 _insert(tx, interrupt_id, identity, kind, args, rule, recorded.key, now)
-                tx.execute(
-                    "INSERT INTO commands (key, target, action, identity, role, reason,"
-                    " payload, plan, status, detail, created_at, finished_at)"
-                    " VALUES (?,?,?,?,?,?,?,NULL,'recorded',?,?,?)",
-                    (recorded.key, interrupt_id, kind, identity, recorded.role,
-                     recorded.reason, json.dumps({"approval": {"rule": rule}}),
-                     recorded.detail, now, now))
+                _insert_command(tx, recorded, interrupt_id, kind, identity, rule, now)
         except DuplicateRow:
             return None
         self._approved.add(interrupt_id)
@@ -175,3 +163,14 @@ def _insert(tx: JournalTx, interrupt_id: str, identity: str, kind: str,
         " VALUES (?,?,?,?,?,?,?)",
         (interrupt_id, identity, at, kind, json.dumps(args) if args is not None else None, rule,
          command_key))
+
+
+def _insert_command(tx: JournalTx, command: RecordedCommand, interrupt_id: str, kind: str,
+                    identity: str, rule: str, at: str) -> None:
+    """The approval's own command row, outcome ``recorded`` (it is done: nothing to send)."""
+    tx.execute(
+        "INSERT INTO commands (key, target, action, identity, role, reason,"
+        " payload, plan, status, detail, created_at, finished_at)"
+        " VALUES (?,?,?,?,?,?,?,NULL,'recorded',?,?,?)",
+        (command.key, interrupt_id, kind, identity, command.role, command.reason,
+         json.dumps({"approval": {"rule": rule}}), command.detail, at, at))

@@ -468,6 +468,16 @@ class Hub:
                 or run.heartbeat_timeout_s != old.heartbeat_timeout_s:
             self._contracts.pop(run.id, None)
 
+    def _install(self, run: Run, old: Run | None = None) -> None:
+        """A new merged version of a run: stored (:meth:`_put_run`), filed in the liveness
+        wheel, and counted as terminal or not."""
+        self._put_run(run, old)
+        self._schedule(run)
+        if run.state.terminal:
+            self._terminal.add(run.id)
+        else:
+            self._terminal.discard(run.id)
+
     def contract_bytes(self, run: Run, now: datetime, *, at: Any = _AS_IS,
                        progress: Any = _AS_IS) -> bytes:
         """``encode(run.contract(now))`` (the same fields and values; the fields that move
@@ -584,12 +594,7 @@ class Hub:
             merged.__dict__["updated_at"] = now  # the unified state changed here
         elif old is not None and old.updated_at > merged.updated_at:
             merged.__dict__["updated_at"] = old.updated_at
-        self._put_run(merged)
-        self._schedule(merged)
-        if merged.state.terminal:
-            self._terminal.add(run_id)
-        else:
-            self._terminal.discard(run_id)
+        self._install(merged)
         if old is None or _differs(old, merged):
             self.publish_run(merged)
 
@@ -657,12 +662,7 @@ class Hub:
         changed = fields["state"] is not run.state
         if changed:
             fields["updated_at"] = now  # the unified state changed here
-        self._put_run(new, run)
-        self._schedule(new)
-        if new.state.terminal:
-            self._terminal.add(run_id)
-        else:
-            self._terminal.discard(run_id)
+        self._install(new, run)
         self.publish_run(new, urgent=changed)
         return True
 
@@ -686,12 +686,7 @@ class Hub:
             return True
         new = _copy_run(run, {"state": new_state, "updated_at": now})
         new.__dict__["warnings"] = self._warnings(observed.warnings, new)
-        self._put_run(new, run)
-        self._schedule(new)
-        if new.state.terminal:
-            self._terminal.add(run_id)
-        else:
-            self._terminal.discard(run_id)
+        self._install(new, run)
         self.publish_run(new)
         return True
 

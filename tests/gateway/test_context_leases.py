@@ -8,16 +8,16 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from console.gateway.context_leases import ContextLeases
 from console.gateway.journal_engines import open_journal
-from console.gateway.journal_store import JournalStore
-from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
+from tests.gateway.pg_journals import OpenJournal
+from tests.gateway.pg_journals import pg_journal as pg_journal  # the fixture
 
 CONTEXTS = ["dbos:a", "dbos:b", "temporal:c", "restate:d"]
 _databases = itertools.count()
@@ -25,22 +25,14 @@ Keeper = Callable[..., ContextLeases]
 
 
 @pytest.fixture
-def keeper(postgres_server: PostgresServer) -> Iterator[Keeper]:
+def keeper(pg_journal: OpenJournal) -> Keeper:
     """Opens a lease keeper (its own journal connection) on one fresh database."""
-    name = f"leases_{next(_databases)}"
-    with postgres_server.connect("postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    opened: list[JournalStore] = []
 
     def open_keeper(holder: str, contexts: list[str] = CONTEXTS,
                     ttl_s: float = 3.0) -> ContextLeases:
-        journal = open_journal(postgres_server.url(name), owner=holder)
-        opened.append(journal)
-        return ContextLeases(journal, holder, contexts, ttl_s=ttl_s)
+        return ContextLeases(pg_journal(holder), holder, contexts, ttl_s=ttl_s)
 
-    yield open_keeper
-    for journal in opened:
-        journal.close()
+    return open_keeper
 
 
 def holders(*keepers: ContextLeases) -> dict[str, list[str]]:

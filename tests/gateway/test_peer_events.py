@@ -6,7 +6,7 @@ flushed, written, read and applied by the test, one step at a time."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -14,14 +14,14 @@ import pytest
 
 from console.gateway.context_leases import ContextLeases
 from console.gateway.hub import Reporter
-from console.gateway.journal_engines import open_journal
 from console.gateway.journal_store import JournalStore
 from console.gateway.peer_events import PeerEvents
 from console.gateway.peering import PeerHub, Peering
 from console.gateway.protocol import AgentHeartbeat
 from console.model import BackendHealth, Interrupt, Run, utcnow
-from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
+from tests.gateway.pg_journals import OpenJournal
+from tests.gateway.pg_journals import pg_journal as pg_journal  # the fixture
 
 CONTEXTS = ["dbos:one", "dbos:two"]
 _databases = itertools.count()
@@ -57,15 +57,9 @@ Opener = Callable[[str], Side]
 
 
 @pytest.fixture
-def side(postgres_server: PostgresServer) -> Iterator[Opener]:
-    name = f"peers_{next(_databases)}"
-    with postgres_server.connect("postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    opened: list[JournalStore] = []
-
+def side(pg_journal: OpenJournal) -> Opener:
     def open_side(holder: str) -> Side:
-        journal = open_journal(postgres_server.url(name), owner=holder)
-        opened.append(journal)
+        journal = pg_journal(holder)
         hub = PeerHub()
         leases = ContextLeases(journal, holder, CONTEXTS)
         peering = Peering(hub, journal, leases, decided=journal.decision)
@@ -73,9 +67,7 @@ def side(postgres_server: PostgresServer) -> Iterator[Opener]:
         hub.listeners.append(lambda e: notified.append(e) if peering.notifies(e) else None)
         return Side(hub, journal, leases, peering, notified)
 
-    yield open_side
-    for journal in opened:
-        journal.close()
+    return open_side
 
 
 def run(native: str, context: str = "one", **extra: object) -> Run:
