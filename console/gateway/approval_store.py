@@ -89,26 +89,13 @@ class ApprovalStore:
             for r in rows
         ]
 
-    def record(self, interrupt_id: str, identity: str, *, kind: str,
-               args: dict[str, Any] | None, rule: str, command: RecordedCommand) -> bool:
-        """Record ``identity``'s approval (not the last one needed) with the approver's command
-        row (outcome ``recorded``) in one transaction, so a crash leaves either both or
-        neither; False when it already approved this interrupt."""
-        now = utcnow().isoformat()
-        try:
-            with self.journal.transaction() as tx:
-                _insert(tx, interrupt_id, identity, kind, args, rule, command.key, now)
-                _insert_command(tx, command, interrupt_id, kind, identity, rule, now)
-        except DuplicateRow:
-            return False
-        self._approved.add(interrupt_id)
-        return True
-
     def record_unless_last(self, interrupt_id: str, identity: str, *, needed: int, kind: str,
                            args: dict[str, Any] | None, rule: str,
                            command: Callable[[int], RecordedCommand]
                            ) -> RecordedCommand | Literal["last"] | None:
-        """:meth:`record`, unless this approval is the last one needed (``"last"``: nothing
+        """Record ``identity``'s approval with the approver's command row (outcome
+        ``recorded``) in one transaction, so a crash leaves either both or neither -- unless
+        this approval is the last one needed (``"last"``: nothing
         written; the caller grants it with the decision's intent). The approvals are counted
         and written in one transaction under a lock on the interrupt (on PostgreSQL an
         advisory lock, on SQLite the database's write lock), so of two approvers on two

@@ -172,10 +172,11 @@ def test_approvals_and_obligations_live_in_either_journal(open_one: OpenJournal)
     approvals = ApprovalStore(journal)
     target = "dbos:x/r1#i1"
     command = RecordedCommand(key="alice-1", role="operator", reason="ok", detail="1 of 2")
-    assert approvals.record(target, "alice", kind="approve", args={"a": 1}, rule="4e",
-                            command=command)
-    assert not approvals.record(target, "alice", kind="approve", args={"a": 1}, rule="4e",
-                                command=RecordedCommand("alice-2", "operator", "", ""))
+    assert approvals.record_unless_last(target, "alice", needed=2, kind="approve",
+                                        args={"a": 1}, rule="4e", command=lambda _n: command)
+    assert not approvals.record_unless_last(
+        target, "alice", needed=2, kind="approve", args={"a": 1}, rule="4e",
+        command=lambda _n: RecordedCommand("alice-2", "operator", "", ""))
     row = journal.command("alice-1", target)
     assert row is not None and row.status == "recorded"
     grant = approvals.grant(target, "bob", kind="approve", args={"a": 1}, rule="4e")
