@@ -300,6 +300,7 @@ class Hub:
         #: run id -> its contract encoded without the fields that change in place or with
         #: the time (CONTRACT_DYNAMIC); dropped when the run object is replaced
         self._contracts: dict[str, bytes] = {}
+        self._isos: dict[int, tuple[datetime, str]] = {}  # see _iso
         self._batching = 0  # inside a flush or tick: subscribers are woken at its end
         self._pending_wake = 0  # 1: beats wait, 2: a state event waits
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
@@ -327,9 +328,8 @@ class Hub:
         event keeps as they are now."""
         self.seq += 1
         at = run.heartbeat_at
-        beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
-                "progress": run.progress}
-        event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat, state=True)
+        beat = {"id": run.id, "heartbeat_at": self._iso(at), "progress": run.progress}
+        event = Event(self.seq, "run", None, run.id.partition("/")[0], run, beat, state=True)
         event.at, event.render = at, self._render_run
         self.log.append(event)
         self._notify(urgent=urgent)
@@ -360,14 +360,28 @@ class Hub:
                 urgent, self._pending_wake = self._pending_wake == 2, 0
                 self._notify(urgent=urgent)
 
+    def _iso(self, at: datetime | None) -> str | None:
+        """``at.isoformat()``, once per datetime object: the beats of one frame share one
+        time object, and the runs one tick turns late share its ``now``."""
+        if at is None:
+            return None
+        known = self._isos.get(id(at))
+        if known is not None and known[0] is at:
+            return known[1]
+        if len(self._isos) >= 256:
+            self._isos.clear()
+        iso = at.isoformat()
+        self._isos[id(at)] = (at, iso)
+        return iso
+
     def _publish_beat(self, run: Run, now: datetime) -> None:
         """A beat that changed only the heartbeat time and progress (no wake: the caller
         wakes the subscribers once per flush; listeners skip it, the state did not change)."""
         self.seq += 1
         at = run.heartbeat_at
-        beat = {"id": run.id, "heartbeat_at": at.isoformat() if at else None,
-                "progress": run.progress}
-        event = Event(self.seq, "run", None, run.id.split("/", 1)[0], run, beat)
+        run_id = run.id
+        event = Event(self.seq, "run", None, run_id.partition("/")[0], run,
+                      {"id": run_id, "heartbeat_at": self._iso(at), "progress": run.progress})
         event.at, event.render = at, self._render_run
         self.log.append(event)
 
@@ -502,8 +516,8 @@ class Hub:
             view = _copy_run(run, {"heartbeat_at": at, "progress": progress})
         suspected = view.suspected_state(now)
         return static + b"," + encode({
-            "heartbeat_at": at.isoformat() if at else None, "progress": progress,
-            "state": view.state.value, "updated_at": view.updated_at.isoformat(),
+            "heartbeat_at": self._iso(at), "progress": progress,
+            "state": view.state.value, "updated_at": self._iso(view.updated_at),
             "heartbeat_age_s": view.heartbeat_age_s(now),
             "observed_age_s": view.observed_age_s(now),
             "suspected_state": suspected.value if suspected is not None else None,
@@ -658,7 +672,10 @@ class Hub:
         })
         fields = new.__dict__
         fields["state"] = unified_state(new, now)
-        fields["warnings"] = self._warnings(observed.warnings, new)
+        if fields["heartbeat_timeout_s"] != run.heartbeat_timeout_s \
+                or fields["state"].terminal or run.state.terminal:
+            # else the facts the warnings come from are the run's: its warnings stay
+            fields["warnings"] = self._warnings(observed.warnings, new)
         changed = fields["state"] is not run.state
         if changed:
             fields["updated_at"] = now  # the unified state changed here
@@ -685,7 +702,8 @@ class Hub:
             self._schedule(run, not_before=slot + 1)
             return True
         new = _copy_run(run, {"state": new_state, "updated_at": now})
-        new.__dict__["warnings"] = self._warnings(observed.warnings, new)
+        if new_state.terminal or state.terminal:  # else the same facts, the same warnings
+            new.__dict__["warnings"] = self._warnings(observed.warnings, new)
         self._install(new, run)
         self.publish_run(new)
         return True
@@ -720,13 +738,15 @@ class Hub:
                 del self._due[old]
 
     def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat,
-                        reporter: Reporter | None = None, size: int = 0) -> None:
+                        reporter: Reporter | None = None, size: int = 0,
+                        now: datetime | None = None) -> None:
         """Record a beat; the run event goes out at the next coalescing flush.
 
         Raises :class:`FrameError` ``bound_to_other`` when the run's beats come from another
         token that may not take it over yet. ``size``: the frame's bytes (for the bound on
-        beats of unknown runs)."""
-        now = self.clock()
+        beats of unknown runs). ``now``: the hub's clock as the caller read it (the beats of
+        one frame share it)."""
+        now = now or self.clock()
         known = run_id in self._observed
         held = None if known else self.unknown.get(run_id)
         last = self._beats.get(run_id) if known else (held.beat if held else None)
@@ -748,7 +768,8 @@ class Hub:
         if not known:
             self.unknown.put(run_id, _Unknown(beat, owner), size or 512)
             return
-        facts = BeatFacts.of(beat)
+        facts = BeatFacts(beat.seq, beat.at, beat.progress, beat.resources, beat.interval_s,
+                          beat.timeout_s, beat.in_flight_step, beat.phase)
         self.beats_accepted += 1
         self._beats[run_id] = facts
         self._beat_seen[run_id] = now

@@ -61,8 +61,9 @@ class PeerHub(Hub):
     beat_sink: Callable[[str, AgentHeartbeat, Reporter | None], None] | None = None
 
     def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat,
-                        reporter: Reporter | None = None, size: int = 0) -> None:
-        super().agent_heartbeat(run_id, beat, reporter, size)
+                        reporter: Reporter | None = None, size: int = 0,
+                        now: datetime | None = None) -> None:
+        super().agent_heartbeat(run_id, beat, reporter, size, now)
         if self.beat_sink is not None:
             self.beat_sink(run_id, beat, reporter)
 

@@ -24,7 +24,7 @@ class GatewaySettings:
     state_flush_s: float = 0.01  # a state event (not a beat) reaches clients this soon
     max_client_lag: int = 100_000  # events a client may fall behind before a resync snapshot
     # (the event log's size: a client is resynced when the log no longer reaches back)
-    heartbeat_coalesce_s: float = 0.25  # heartbeat flood -> one run event per run per window
+    heartbeat_coalesce_s: float = 0.1  # heartbeat flood -> one run event per run per window
     release_verify_s: float = 15.0  # after pause/cancel, wait this long for the agent's report
     event_log_size: int = 100_000  # events kept for resuming clients
     # budgets (token buckets: a sustained rate per second and a burst); see SECURITY.md
