@@ -184,3 +184,47 @@ async def test_compact_beats_carry_the_heartbeat_and_legacy_clients_get_full_run
     assert got_legacy[-1]["seq"] == got_compact[-1]["seq"]  # one event, two forms
     await compact.close()
     await legacy.close()
+
+
+@pytest.fixture
+async def slow_beats_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                             ) -> AsyncIterator[tuple[Gateway, str, str]]:
+    """Beats flushed to clients only every 60 s; state events within 10 ms."""
+    monkeypatch.setenv("IRQ_HOME", str(tmp_path))
+    token = create_token(Role.VIEWER, "viewer-test", tmp_path)
+    gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=60.0,
+                                 state_flush_s=0.01))
+    await gw.start()
+    try:
+        yield gw, f"ws://127.0.0.1:{gw.port}", token
+    finally:
+        await gw.stop()
+
+
+async def test_a_state_event_is_not_held_behind_the_beats_flush_interval(slow_beats_gateway):
+    """A client woken by beats waits out the beats' flush interval; a state event published
+    meanwhile goes out at once, with the beats before it (nothing reordered or lost)."""
+    from console.gateway.protocol import AgentHeartbeat
+
+    gw, url, token = slow_beats_gateway
+    hub = gw.hub
+    hub.observe_runs([Run(id="dbos:local/wf", backend="dbos", context="local", native_id="wf")])
+    ws = await _hello(url, token, beats="compact")
+    assert json.loads(await ws.recv())["type"] == "snapshot"
+    beat = dict(type="heartbeat", backend="dbos", native_id="wf", interval_s=5.0)
+    hub.agent_heartbeat("dbos:local/wf", AgentHeartbeat(**beat, seq=1, progress=0.1))
+    hub.flush_heartbeats()  # the first beat: a state event (the cadence is new)
+    await _until(ws, lambda f: f.get("type") == "events")
+    seen = hub.seq
+    hub.agent_heartbeat("dbos:local/wf", AgentHeartbeat(**beat, seq=2, progress=0.2))
+    hub.flush_heartbeats()  # a beat: the flusher now waits out its 60 s interval
+    await asyncio.sleep(0.2)
+    hub.publish("notice", {"level": "info", "run_id": None, "message": "now"})
+    # within the test's 10 s, far less than the 60 s interval the beat alone would wait
+    frames = await _until(ws, lambda f: any(
+        e["kind"] == "notice" for e in f.get("events", [])))
+    events = [e for f in frames for e in f.get("events", []) if e["seq"] > seen]
+    assert events[-1]["kind"] == "notice"
+    assert events[0]["data"]["progress"] == 0.2  # the beat, in order, before it
+    assert [e["seq"] for e in events] == list(range(seen + 1, seen + 1 + len(events)))
+    await ws.close()
