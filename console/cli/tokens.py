@@ -79,11 +79,16 @@ def _shared_tokens(journal: str) -> Iterator[SharedTokens]:
         store.close()
 
 
-def _known_tokens(path: Path, shared: SharedTokens | None) -> list[dict[str, Any]]:
-    """This host's tokens and, with the shared journal, every gateway's (auth.merged_tokens)."""
+def _known_tokens(path: Path, shared: SharedTokens | None
+                  ) -> tuple[list[dict[str, Any]], set[str]]:
+    """This host's tokens and, with the shared journal, every gateway's (auth.merged_tokens);
+    and the hashes of the journal's rows not revoked there (the gateways still accept those,
+    whatever this host's file says)."""
     from console.gateway.auth import merged_tokens
 
-    return merged_tokens(_token_entries(path), shared.entries() if shared is not None else [])
+    rows = shared.entries() if shared is not None else []
+    return (merged_tokens(_token_entries(path), rows),
+            {e["sha256"] for e in rows if not e.get("revoked_at")})
 
 
 def _check_journal(journal: str) -> None:
@@ -250,14 +255,14 @@ def token_list_command(journal: JournalOption = None,
         _check_journal(journal)
         try:
             with _shared_tokens(journal) as shared:
-                known = _known_tokens(path, shared)
+                known, _ = _known_tokens(path, shared)
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:  # JournalUnavailable, or an error of the database
             problem = _unreachable(journal, exc)
-            known = _known_tokens(path, None)
+            known, _ = _known_tokens(path, None)
     else:
-        known = _known_tokens(path, None)
+        known, _ = _known_tokens(path, None)
     entries = [_listing(e, used) for e in known]
 
     def text() -> None:
@@ -343,8 +348,11 @@ def _revoke(selector: str, shared: SharedTokens | None, *, yes: bool,
     from console.model import utcnow
 
     path = tokens_path()
-    entries = _known_tokens(path, shared)
-    found = [e for e in matching_tokens(entries, selector) if not e.get("revoked_at")]
+    entries, accepted = _known_tokens(path, shared)
+    # revoked here but not in the journal (this host's gateway has not copied it there yet):
+    # the other gateways still accept it, so it is revoked there too
+    found = [e for e in matching_tokens(entries, selector)
+             if not e.get("revoked_at") or e["sha256"] in accepted]
     if not found:
         already = matching_tokens(entries, selector)
         if already:
@@ -380,7 +388,8 @@ def _revoke(selector: str, shared: SharedTokens | None, *, yes: bool,
     result = []
     for e in found:
         done = in_file.get(token_id(e), {})
-        shown = _listing({**e, "revoked_at": done.get("revoked_at") or now}, used)
+        shown = _listing({**e, "revoked_at": done.get("revoked_at") or e.get("revoked_at")
+                          or now}, used)
         shown["everywhere"] = e["sha256"] in in_journal
         result.append(shown)
 

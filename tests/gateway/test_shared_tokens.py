@@ -19,8 +19,10 @@ from typer.testing import CliRunner
 from console.cli.app import app
 from console.client import GatewayClient, GatewayError, Unauthorized
 from console.gateway.auth import create_token, revoke_tokens, token_id, tokens_path
+from console.gateway.journal_engines import open_journal
 from console.gateway.server import Gateway
 from console.gateway.settings import GatewaySettings
+from console.gateway.shared_tokens import SharedTokens
 from console.model import Role
 from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
@@ -170,6 +172,40 @@ async def test_revoking_a_token_shared_by_another_gateway_refuses_it_on_both(
         ("olga", True, "revoked")]
     code, _, err = _irq(b.settings.home, "token", "revoke", "olga", "--yes", "--journal", journal)
     assert code == 4 and "only revoked tokens" in err
+
+
+async def test_a_revocation_only_in_a_stopped_gateways_file_reaches_the_others_with_journal(
+        pair: tuple[Gateway, Gateway], tmp_path: Path) -> None:
+    a, _ = pair
+    host_c = tmp_path / "host-c"  # a third gateway's host: it shared its token, then stopped
+    host_c.mkdir()
+    token = create_token(Role.OPERATOR, "carl", host_c)
+    journal = open_journal(a.settings.journal)
+    try:
+        SharedTokens(journal, "gw-c").sync(json.loads(tokens_path(host_c).read_text()))
+    finally:
+        journal.close()
+    await _connects(f"ws://127.0.0.1:{a.port}", token)
+    code, _, err = _irq(host_c, "token", "revoke", "carl", "--yes")  # the file only
+    assert code == 0, err
+    await asyncio.sleep(2.5)  # no gateway copies C's file: A still accepts the token
+    async with GatewayClient(f"ws://127.0.0.1:{a.port}", token):
+        pass
+    code, out, err = _irq(host_c, "token", "revoke", "carl", "--yes", "--journal",
+                          a.settings.journal, "-o", "json")
+    assert code == 0, err  # revoked here, not yet there: not "nothing to do"
+    (done,) = json.loads(out)
+    assert (done["everywhere"], done["local"], done["origin"]) == (True, True, "gw-c")
+    began = time.monotonic()
+    while True:
+        try:
+            async with GatewayClient(f"ws://127.0.0.1:{a.port}", token):
+                pass
+        except Unauthorized as exc:
+            assert "revoked" in str(exc)
+            break
+        assert time.monotonic() - began < 4.0, "A still accepts the revoked token"
+        await asyncio.sleep(0.1)
 
 
 def test_an_unreachable_journal_lists_this_hosts_tokens_and_exits_6(tmp_path: Path) -> None:
