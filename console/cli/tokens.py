@@ -378,7 +378,8 @@ def _revoke(selector: str, shared: SharedTokens | None, *, yes: bool,
         ask_or_stop(f"revoke {count}{everywhere}? clients using it are disconnected")
     now = utcnow().isoformat()
     # the shared rows first: if the journal fails here, nothing was revoked anywhere
-    in_journal = set(shared.revoke([e["sha256"] for e in found], now)) if shared else set()
+    in_journal = (set(shared.revoke([e["sha256"] for e in found], now)) if shared is not None
+                  else set())
     try:
         in_file = {token_id(e): e for e in revoke_tokens(
             [token_id(e) for e in found if e.get("local")])}
