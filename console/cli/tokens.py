@@ -4,15 +4,23 @@ They work on the token store under IRQ_HOME (console/gateway/auth.py), not over 
 whoever may write that directory administers the gateway. A running gateway rereads the
 store at each handshake, so a new token works and a revoked one is refused at once (and its
 open connections are closed within a second).
+
+With the gateways' shared PostgreSQL journal (``--journal`` or ``IRQ_JOURNAL``, as ``irq serve``
+takes it), ``list`` and ``revoke`` also see the tokens the other gateways share (the
+``irq_tokens`` table, console/gateway/shared_tokens.py: hashes, never a token), marked with the
+gateway they came from; ``revoke`` writes the revocation there, so every gateway refuses the
+token within about two seconds, whichever host's file it came from.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +36,9 @@ from console.cli.output import (
     print_table,
 )
 
+if TYPE_CHECKING:
+    from console.gateway.shared_tokens import SharedTokens
+
 token_app = typer.Typer(
     help="Bearer tokens (stored hashed under IRQ_HOME; a running gateway accepts new ones "
     "and refuses revoked or expired ones at once).",
@@ -40,6 +51,62 @@ class TokenRole(StrEnum):
     OPERATOR = "operator"
     ADMIN = "admin"
     AGENT = "agent"
+
+
+JournalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--journal",
+        envvar="IRQ_JOURNAL",
+        show_default=False,
+        help="The gateways' shared journal, postgresql://USER@HOST:PORT/DB (as `irq serve "
+        "--journal`): the tokens every gateway on it shares count too. Default: this host's "
+        "tokens.json only.",
+    ),
+]
+
+
+@contextlib.contextmanager
+def _shared_tokens(journal: str) -> Iterator[SharedTokens]:
+    """The shared token table of ``journal`` (JournalUnavailable when it cannot be opened)."""
+    from console.gateway.journal_engines import open_journal
+    from console.gateway.shared_tokens import SharedTokens
+
+    store = open_journal(journal)
+    try:
+        yield SharedTokens(store, origin="")
+    finally:
+        store.close()
+
+
+def _known_tokens(path: Path, shared: SharedTokens | None
+                  ) -> tuple[list[dict[str, Any]], set[str]]:
+    """This host's tokens and, with the shared journal, every gateway's (auth.merged_tokens);
+    and the hashes of the journal's rows not revoked there (the gateways still accept those,
+    whatever this host's file says)."""
+    from console.gateway.auth import merged_tokens
+
+    rows = shared.entries() if shared is not None else []
+    return (merged_tokens(_token_entries(path), rows),
+            {e["sha256"] for e in rows if not e.get("revoked_at")})
+
+
+def _check_journal(journal: str) -> None:
+    from console.gateway.journal_store import is_postgres_url, redacted
+
+    if not is_postgres_url(journal):
+        fail(ExitCode.USAGE, f"--journal takes the gateways' postgresql:// URL, not "
+             f"{redacted(journal)!r} (a SQLite journal shares no tokens)")
+
+
+def _unreachable(journal: str, exc: Exception) -> str:
+    """What went wrong with the journal, without its password (JournalUnavailable's text
+    names the journal already; a statement's error is named by its type)."""
+    from console.gateway.journal_store import JournalUnavailable, redacted
+
+    if isinstance(exc, JournalUnavailable):
+        return str(exc)
+    return f"the journal at {redacted(journal)} failed: {type(exc).__name__}: {exc}"
 
 
 def _token_entries(path: Path) -> list[dict[str, Any]]:
@@ -155,7 +222,14 @@ def _listing(entry: dict[str, Any], used: dict[str, str]) -> dict[str, Any]:
         "revoked_at": entry.get("revoked_at"),
         "last_used_at": used.get(token_id(entry)),
         "state": token_state(entry),
+        "local": bool(entry.get("local", True)),
+        "origin": entry.get("origin") or None,
     }
+
+
+def _where(entry: dict[str, Any]) -> str:
+    """Where a listed token comes from, for people."""
+    return "this host" if entry["local"] else f"{entry['origin'] or '?'} (shared)"
 
 
 def _scope_text(entry: dict[str, Any]) -> str:
@@ -166,21 +240,37 @@ def _scope_text(entry: dict[str, Any]) -> str:
 
 
 @token_app.command("list")
-def token_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
+def token_list_command(journal: JournalOption = None,
+                       output: OutputOption = OutputFormat.TEXT) -> None:
     """List tokens: name, role, scope, created, expires, last use, state (never the tokens;
-    the prefix column is the start of each token, enough to name it to `irq token revoke`)."""
+    the prefix column is the start of each token, enough to name it to `irq token revoke`).
+    With --journal, also the tokens the other gateways share, with the gateway each came from
+    (origin); a journal that cannot be read: this host's tokens and exit 6."""
     from console.gateway.auth import read_last_use, tokens_path
 
     path = tokens_path()
     used = read_last_use(path.parent)
-    entries = [_listing(e, used) for e in _token_entries(path)]
+    problem = ""
+    if journal:
+        _check_journal(journal)
+        try:
+            with _shared_tokens(journal) as shared:
+                known, _ = _known_tokens(path, shared)
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:  # JournalUnavailable, or an error of the database
+            problem = _unreachable(journal, exc)
+            known, _ = _known_tokens(path, None)
+    else:
+        known, _ = _known_tokens(path, None)
+    entries = [_listing(e, used) for e in known]
 
     def text() -> None:
         if not entries:
             hint(f"no tokens in {path}; create one with `irq token create --role operator`")
             return
-        table = make_table("name", "prefix", "role", "scope", "created", "expires", "last use",
-                           "state")
+        columns = ["name", "prefix", "role", "scope", "created", "expires", "last use", "state"]
+        table = make_table(*columns, *(["origin"] if journal else []))
         for e in entries:
             state = e["state"]
             shown_state = {"revoked": "[red]revoked[/]", "expired": "[yellow]expired[/]"}.get(
@@ -189,10 +279,12 @@ def token_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
                           esc(_scope_text(e)), fmt_time(e["created_at"]),
                           fmt_time(e["expires_at"]) if e["expires_at"] else "never",
                           fmt_time(e["last_used_at"]) if e["last_used_at"] else "never",
-                          shown_state)
+                          shown_state, *([esc(_where(e))] if journal else []))
         print_table(table)
 
     emit(output, entries, text)
+    if problem:
+        fail(ExitCode.UNREACHABLE, f"only this host's tokens are listed: {problem}")
 
 
 def _complete_names(incomplete: str) -> list[str]:
@@ -221,22 +313,53 @@ def token_revoke_command(
         ),
     ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    journal: JournalOption = None,
     output: OutputOption = OutputFormat.TEXT,
 ) -> None:
     """Revoke tokens: a running gateway refuses them at the next handshake (401 'revoked')
-    and closes their open connections within a second. Asks first (default No)."""
+    and closes their open connections within a second. With --journal, any token a gateway
+    on it shares, revoked for every gateway (within about two seconds). Asks first (default
+    No)."""
+    if journal:
+        _check_journal(journal)
+        try:
+            with _shared_tokens(journal) as shared:
+                _revoke(selector, shared, yes=yes, output=output)
+        except (typer.Exit, typer.Abort):  # exits and a refused confirmation (RuntimeErrors)
+            raise
+        except Exception as exc:  # JournalUnavailable, or an error of the database
+            fail(ExitCode.UNREACHABLE, f"nothing revoked: {_unreachable(journal, exc)}",
+                 hint="without --journal (and IRQ_JOURNAL) only this host's tokens.json is "
+                 "used; its gateway shares the revocation when it next reaches the journal")
+    else:
+        _revoke(selector, None, yes=yes, output=output)
+
+
+def _revoke(selector: str, shared: SharedTokens | None, *, yes: bool,
+            output: OutputFormat) -> None:
     from console.cli.confirm import ask_or_stop, interactive
-    from console.gateway.auth import matching_tokens, read_last_use, revoke_tokens, tokens_path
+    from console.gateway.auth import (
+        matching_tokens,
+        read_last_use,
+        revoke_tokens,
+        token_id,
+        tokens_path,
+    )
+    from console.model import utcnow
 
     path = tokens_path()
-    entries = _token_entries(path)
-    found = [e for e in matching_tokens(entries, selector) if not e.get("revoked_at")]
+    entries, accepted = _known_tokens(path, shared)
+    # revoked here but not in the journal (this host's gateway has not copied it there yet):
+    # the other gateways still accept it, so it is revoked there too
+    found = [e for e in matching_tokens(entries, selector)
+             if not e.get("revoked_at") or e["sha256"] in accepted]
     if not found:
         already = matching_tokens(entries, selector)
         if already:
             fail(ExitCode.CONFLICT, f"{selector!r} names only revoked tokens; nothing to do")
+        listing = "irq token list --journal URL" if shared is not None else "irq token list"
         fail(ExitCode.NOT_FOUND, f"no token matches {selector!r}",
-             hint="list them with `irq token list`")
+             hint=f"list them with `{listing}`")
     is_name = any(e.get("identity") == selector for e in found)
     if len(found) > 1 and not is_name:
         fail(ExitCode.USAGE, f"{selector!r} matches {len(found)} tokens; give more of the "
@@ -248,18 +371,34 @@ def token_revoke_command(
             fail(ExitCode.USAGE, "refusing to revoke without confirmation: stdin is not a "
                  "terminal", hint="pass --yes to confirm")
         for e in listed:
-            hint(f"  {e['identity']} ({e['role']}, {e['prefix'] or e['id']}, last use "
-                 f"{fmt_time(e['last_used_at']) if e['last_used_at'] else 'never'})")
+            hint(f"  {e['identity']} ({e['role']}, {e['prefix'] or e['id']}, {_where(e)}, last "
+                 f"use {fmt_time(e['last_used_at']) if e['last_used_at'] else 'never'})")
         count = f"{len(listed)} tokens" if len(listed) > 1 else "this token"
-        ask_or_stop(f"revoke {count}? clients using it are disconnected")
+        everywhere = " on every gateway of the journal" if shared is not None else ""
+        ask_or_stop(f"revoke {count}{everywhere}? clients using it are disconnected")
+    now = utcnow().isoformat()
+    # the shared rows first: if the journal fails here, nothing was revoked anywhere
+    in_journal = (set(shared.revoke([e["sha256"] for e in found], now)) if shared is not None
+                  else set())
     try:
-        done = revoke_tokens([e["id"] for e in listed])
+        in_file = {token_id(e): e for e in revoke_tokens(
+            [token_id(e) for e in found if e.get("local")])}
     except (OSError, ValueError) as exc:
-        fail(ExitCode.FAILED, f"cannot revoke in {path}: {exc}")
-    result = [_listing(e, used) for e in done]
+        fail(ExitCode.FAILED, f"cannot revoke in {path}: {exc}"
+             + (" (revoked in the shared journal)" if in_journal else ""))
+    result = []
+    for e in found:
+        done = in_file.get(token_id(e), {})
+        shown = _listing({**e, "revoked_at": done.get("revoked_at") or e.get("revoked_at")
+                          or now}, used)
+        shown["everywhere"] = e["sha256"] in in_journal
+        result.append(shown)
 
     def text() -> None:
         for e in result:
-            diagnose(f"revoked {e['role']} token {e['identity']!r} ({e['prefix'] or e['id']})")
+            where = ("on every gateway of the journal" if e["everywhere"]
+                     else "in this host's tokens.json")
+            diagnose(f"revoked {e['role']} token {e['identity']!r} ({e['prefix'] or e['id']}) "
+                     f"{where}")
 
     emit(output, result, text)

@@ -217,6 +217,29 @@ def revoke_tokens(ids: Sequence[str], home: Path | None = None) -> list[dict[str
     return done
 
 
+def merged_tokens(local: Sequence[dict[str, Any]],
+                  shared: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This host's entries and the shared ones (shared_tokens.py), one per hash, as the
+    gateway accepts them and ``irq token list`` shows them: the file's entry, else the shared
+    one; a revocation in either counts (the file's time, else the table's). Each copy gains
+    ``local`` (it is in this host's file) and ``origin`` (the gateway that shared it, "" when
+    the table does not have it)."""
+    from_table = {e["sha256"]: e for e in shared
+                  if isinstance(e, dict) and isinstance(e.get("sha256"), str)}
+    merged: dict[str, dict[str, Any]] = {}
+    for entry in local:
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        if not isinstance(digest, str):
+            continue
+        twin = from_table.get(digest, {})
+        merged[digest] = {**entry, "local": True, "origin": str(twin.get("origin") or ""),
+                          "revoked_at": entry.get("revoked_at") or twin.get("revoked_at")}
+    for digest, entry in from_table.items():
+        merged.setdefault(digest, {**entry, "local": False,
+                                   "origin": str(entry.get("origin") or "")})
+    return list(merged.values())
+
+
 def read_last_use(home: Path | None = None) -> dict[str, str]:
     """token id -> ISO time of its last accepted handshake (as recorded, throttled)."""
     try:
@@ -327,12 +350,10 @@ class TokenStore:
         self._shared_seen = version
         by_hash: dict[str, _Stored] = {}
         local = _read(self.path) if mtime is not None else []
-        for entry in [*shared, *local]:  # a revocation in either counts
+        for entry in merged_tokens(local, shared):
             try:
-                known = by_hash.get(entry["sha256"])
                 by_hash[entry["sha256"]] = _Stored(_principal(entry), _when(entry.get(
-                    "expires_at")), bool(entry.get("revoked_at"))
-                    or (known is not None and known.revoked))
+                    "expires_at")), bool(entry.get("revoked_at")))
             except (KeyError, ValueError, TypeError):
                 continue
         self._by_hash, self._mtime = by_hash, mtime

@@ -989,7 +989,7 @@ class Hub:
                     continue
                 claim = decided(iid)
                 new = (
-                    _as_decided(intr, claim) if claim is not None and claim.status == "applied"
+                    self._decided(intr, claim) if claim is not None and claim.status == "applied"
                     else intr.model_copy(update={"status": "withdrawn"})
                 )
                 self._put_interrupt(new)
@@ -1021,10 +1021,16 @@ class Hub:
         intr = self.interrupts.get(interrupt_id)
         if intr is None:
             return
-        new = _as_decided(intr, claim)
+        new = self._decided(intr, claim)
         self._put_interrupt(new)
         self.publish("interrupt", new.contract())
         self._refresh(intr.run_id, self.clock())
+
+    def _decided(self, intr: Interrupt, claim: Any) -> Interrupt:
+        """``intr`` decided by ``claim``, shown with the journal's approvals as they stand: the
+        last approver's is written with the claim, perhaps through a peer gateway whose news of
+        it has not arrived here yet (a decided interrupt listing one approver of two)."""
+        return self.interrupt_overlay(_as_decided(intr, claim))
 
 
 def _as_decided(intr: Interrupt, claim: Any) -> Interrupt:

@@ -9,154 +9,38 @@ from what the console was told.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dbos import DBOSClient
 
 from console.client import GatewayClient
 from console.gateway.auth import create_token
 from console.model import Decision, DecisionKind, Role
-from console.processes import stop_process
 from tests.support.crashable_gateway import ROOT, CrashableGateway
-from tests.support.dbos_policy_agent import APP_VERSION, QUEUE, WORKFLOW_NAME
+from tests.support.dbos_policy_fleet import PolicyAgent
 from tests.support.dbos_record import read_record
 
 POLICY_FILE = ROOT / "tests" / "support" / "dbos_policy.toml"
-AGENT_SCRIPT = ROOT / "tests" / "support" / "dbos_policy_agent.py"
 
 
-class PolicyGateway(CrashableGateway):
-    """``irq serve --policy FILE`` (a copy of tests/support/dbos_policy.toml; restartable)."""
-
-    def __init__(self, home: Path, backend: str) -> None:
-        super().__init__(home, backend)
-        self.policy = home / "policy.toml"
-        self.policy.write_text(POLICY_FILE.read_text())
-
-    def start(self, crash_at: str | None = None) -> None:
-        assert crash_at is None
-        cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-               "--backend", self.backend, "--policy", str(self.policy)]  # fmt: skip
-        env = {**os.environ, "IRQ_HOME": str(self.home)}
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
-        _wait_until_up(self.process, self.log, lambda: _listening(self.port))
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _wait_until_up(
-    process: subprocess.Popen[bytes], output: Path, ready: Callable[[], bool]
-) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        if process.poll() is not None:
-            break
-        time.sleep(0.1)
-    raise RuntimeError(f"{output.name}: did not start:\n" + output.read_text()[-3000:])
-
-
-@dataclass
-class PolicyAgent:
-    """One tests/support/dbos_policy_agent.py process on its own SQLite database."""
-
-    root: Path
-    env: dict[str, str]
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def db(self) -> Path:
-        return self.root / "sys.db"
-
-    @property
-    def record(self) -> Path:
-        return self.root / "record.jsonl"
-
-    def start(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        out = self.root / "agent.out"
-        offset = out.stat().st_size if out.exists() else 0
-        env = {k: v for k, v in os.environ.items() if not k.startswith("IRQ_AGENT_")}
-        with out.open("ab") as sink:
-            self.process = subprocess.Popen(
-                [sys.executable, str(AGENT_SCRIPT), "--db", str(self.db)],
-                cwd=ROOT,
-                env={**env, **self.env},
-                stdout=sink,
-                stderr=sink,
-            )
-        _wait_until_up(self.process, out, lambda: b"ready (pid" in out.read_bytes()[offset:])
-
-    def stop(self) -> None:
-        if self.process:
-            stop_process(self.process)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-
-    def run(self, calls: list[dict[str, Any]], **plan: Any) -> str:
-        wid = f"p-{uuid.uuid4().hex[:10]}"
-        client = DBOSClient(system_database_url=f"sqlite:///{self.db}")
-        try:
-            client.enqueue(
-                {
-                    "queue_name": QUEUE,
-                    "workflow_name": WORKFLOW_NAME,
-                    "workflow_id": wid,
-                    "app_version": APP_VERSION,
-                },
-                {"record": str(self.record), "calls": calls, **plan},
-            )
-        finally:
-            client.destroy()
-        return wid
-
-    def entries(self, wid: str) -> list[dict[str, Any]]:
-        if not self.record.exists():
-            return []
-        lines = self.record.read_text().splitlines()
-        return [e for e in map(json.loads, lines) if e.get("wid") == wid]
-
-    def side_effects(self, wid: str) -> list[dict[str, Any]]:
-        return [e for e in self.entries(wid) if e["kind"] == "side_effect"]
-
-    async def finished(self, wid: str, timeout_s: float = 30) -> list[dict[str, Any]]:
-        """The run's outcome lines, once it recorded them (its last step)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            entries = self.entries(wid)
-            if any(e["kind"] == "obligations" for e in entries):
-                return entries
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"{wid} did not finish:\n" + (self.root / "agent.out").read_text())
+def policy_gateway(home: Path, backend: str) -> CrashableGateway:
+    """``irq serve --policy FILE`` on a copy of tests/support/dbos_policy.toml (restartable)."""
+    policy = home / "policy.toml"
+    policy.write_text(POLICY_FILE.read_text())
+    return CrashableGateway(home, backend, policy=policy)
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PolicyGateway, PolicyAgent]]:
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CrashableGateway, PolicyAgent]]:
     root = tmp_path_factory.mktemp("dbos-policy")
     home = root / "irq"
     home.mkdir()
     agent_root = root / "agent"
-    gateway = PolicyGateway(home, f"dbos+sqlite:///{agent_root / 'sys.db'}?poll=0.3")
+    gateway = policy_gateway(home, f"dbos+sqlite:///{agent_root / 'sys.db'}?poll=0.3")
     token = create_token(Role.AGENT, "policy-agent", home, scopes=["dbos:local"])
     agent = PolicyAgent(
         agent_root,
@@ -201,7 +85,7 @@ async def _pending(client: GatewayClient, wid: str, timeout_s: float = 20) -> An
 
 
 async def test_a_prohibited_call_never_runs_and_the_console_sees_the_decision(
-    setup: tuple[PolicyGateway, PolicyAgent],
+    setup: tuple[CrashableGateway, PolicyAgent],
 ) -> None:
     gateway, agent = setup
     wid = agent.run([{"tool": "wipe_ledger", "args": {"table": "ledger"}}, {"tool": "refund",
@@ -223,7 +107,7 @@ async def test_a_prohibited_call_never_runs_and_the_console_sees_the_decision(
 
 
 async def test_an_approval_item_runs_the_call_once_after_approve_never_after_reject(
-    setup: tuple[PolicyGateway, PolicyAgent],
+    setup: tuple[CrashableGateway, PolicyAgent],
 ) -> None:
     gateway, agent = setup
     approved = agent.run([{"tool": "refund", "args": {"amount": 250}}])
@@ -251,7 +135,7 @@ async def test_an_approval_item_runs_the_call_once_after_approve_never_after_rej
 
 
 async def test_obligations_fulfilled_overdue_and_waived_survive_a_gateway_restart(
-    setup: tuple[PolicyGateway, PolicyAgent],
+    setup: tuple[CrashableGateway, PolicyAgent],
 ) -> None:
     """...and the ones a run incurs while the gateway is down arrive once it is back."""
     gateway, agent = setup
@@ -346,7 +230,7 @@ description = "refunds are frozen"
 
 
 async def test_a_recovered_run_reuses_its_journaled_decision_after_the_policy_changed(
-    setup: tuple[PolicyGateway, PolicyAgent],
+    setup: tuple[CrashableGateway, PolicyAgent],
 ) -> None:
     gateway, agent = setup
     original = gateway.policy.read_text()

@@ -30,7 +30,7 @@ from console.model import Decision, DecisionKind, Role
 from tests.adapters.conftest import DBOSWorker
 from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
-from tests.support.crashable_gateway import CrashableGateway
+from tests.support.crashable_gateway import CrashableGateway, gateway_pair, stop_cleanly
 from tests.support.dbos_record import settled_record
 
 APPROVE = Decision(kind=DecisionKind.APPROVE)
@@ -46,14 +46,10 @@ def two_gateways(tmp_path: Path, postgres_server: PostgresServer
     root.mkdir()
     backends = [f"dbos+sqlite:///{root / 'sys.db'}?context=one&poll=0.3",
                 f"dbos+sqlite:///{tmp_path / 'absent' / 'sys.db'}?context=two&poll=0.3"]
-    started: list[CrashableGateway] = []
+    started = gateway_pair(tmp_path, backends, journal)
+    a, b = started
     worker: DBOSWorker | None = None
     try:
-        for name in ("gw-a", "gw-b"):
-            home = tmp_path / name
-            home.mkdir()
-            started.append(CrashableGateway(home, backends, journal=journal))
-        a, b = started
         a.start()
         agent = create_token(Role.AGENT, "agent-one", a.home, scopes=["dbos:one"])
         worker = DBOSWorker(root=root, executor_id="w-one", queue="q-w-one", env={
@@ -64,11 +60,7 @@ def two_gateways(tmp_path: Path, postgres_server: PostgresServer
     finally:
         if worker is not None:
             worker.stop()
-        for gw in started:
-            gw.stop()
-        for gw in started:
-            text = gw.log.read_text(errors="replace") if gw.log.exists() else ""
-            assert "Traceback" not in text, text[-3000:]
+        stop_cleanly(started)
 
 
 async def _peers(client: GatewayClient) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from console.client import GatewayClient, GatewayUnreachable
 from console.model import Decision, DecisionKind
 from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
-from tests.support.crashable_gateway import ROOT, CrashableGateway
+from tests.support.crashable_gateway import ROOT, CrashableGateway, gateway_pair
 from tests.support.dbos_record import read_record, settled_record
 
 ROLE = "irq_gateway"
@@ -53,12 +53,8 @@ def shared_journal(postgres_server: PostgresServer) -> str:
 
 @pytest.fixture
 def gateways(tmp_path: Path, dbos_worker, shared_journal: str) -> Iterator[list[CrashableGateway]]:
-    started = []
-    for name in ("gw-a", "gw-b"):
-        home = tmp_path / name
-        home.mkdir()
-        started.append(CrashableGateway(home, f"dbos+sqlite:///{dbos_worker.db}?poll=0.3",
-                                        journal=shared_journal))
+    started = gateway_pair(tmp_path, f"dbos+sqlite:///{dbos_worker.db}?poll=0.3",
+                           shared_journal)
     try:
         yield started
     finally:

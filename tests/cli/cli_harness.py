@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pty
+import select
 import subprocess
 import sys
 import time
@@ -161,3 +163,46 @@ def start_gateway(
         time.sleep(0.1)
     stop_process(proc)
     raise RuntimeError(f"irq serve did not answer within 30s:\n{log.read_text()}")
+
+
+def on_a_terminal(
+    *args: str, env: dict[str, str], answer: str, timeout: float = 60
+) -> tuple[int, str]:
+    """Run ``irq ARGS`` with stdin/stdout/stderr on a pseudo-terminal; type ``answer`` once
+    the question appears. Returns the exit code and everything written to the terminal."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "console.cli.app", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, **env, "COLUMNS": "120"},
+        cwd=ROOT,
+        close_fds=True,
+    )
+    os.close(follower)
+    seen = b""
+    answered = False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if not answered and b"[y/N]" in seen:
+                os.write(leader, answer.encode() + b"\r")
+                answered = True
+            if proc.poll() is not None and not ready:
+                break
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    return code, seen.decode("utf-8", "replace").replace("\r\n", "\n")

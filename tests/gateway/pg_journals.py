@@ -17,15 +17,21 @@ _databases = itertools.count()
 OpenJournal = Callable[[str], JournalStore]
 
 
-@pytest.fixture
-def pg_journal(postgres_server: PostgresServer) -> Iterator[OpenJournal]:
+def fresh_database(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database on the test server (the server lives per module)."""
     name = f"shared_{next(_databases)}"
     with postgres_server.connect("postgres", autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres_server.url(name)
+
+
+@pytest.fixture
+def pg_journal(postgres_server: PostgresServer) -> Iterator[OpenJournal]:
+    url = fresh_database(postgres_server)
     opened: list[JournalStore] = []
 
     def open_one(owner: str) -> JournalStore:
-        journal = open_journal(postgres_server.url(name), owner=owner)
+        journal = open_journal(url, owner=owner)
         opened.append(journal)
         return journal
 

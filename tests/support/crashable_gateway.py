@@ -2,7 +2,7 @@
 point tests/support/faulty_gateway.py that SIGKILLs itself at a named point, on one port and
 one IRQ_HOME so a restart finds the journal the crashed gateway wrote. With ``journal`` (a
 ``postgresql://`` URL) it runs on that shared journal, passed as ``IRQ_JOURNAL`` so a password
-in it stays off the command line."""
+in it stays off the command line; with ``policy`` as ``irq serve --policy FILE``."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class CrashableGateway:
-    def __init__(self, home: Path, backend: str | list[str], journal: str | None = None) -> None:
-        self.home, self.backend, self.journal = home, backend, journal
+    def __init__(self, home: Path, backend: str | list[str], journal: str | None = None, *,
+                 policy: Path | None = None) -> None:
+        self.home, self.backend, self.journal, self.policy = home, backend, journal, policy
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -41,7 +42,8 @@ class CrashableGateway:
         else:
             backends = [self.backend] if isinstance(self.backend, str) else self.backend
             cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-                   *(arg for b in backends for arg in ("--backend", b))]
+                   *(arg for b in backends for arg in ("--backend", b)),
+                   *(["--policy", str(self.policy)] if self.policy else [])]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
         deadline = time.monotonic() + 30
@@ -57,3 +59,24 @@ class CrashableGateway:
     def stop(self) -> None:
         if self.process:
             stop_process(self.process)
+
+
+def gateway_pair(root: Path, backend: str | list[str], journal: str, *,
+                 policy: Path | None = None) -> list[CrashableGateway]:
+    """Gateways ``gw-a`` and ``gw-b`` on one shared journal, each with its own IRQ_HOME under
+    ``root`` (its tokens) and port; not started."""
+    pair = []
+    for name in ("gw-a", "gw-b"):
+        home = root / name
+        home.mkdir()
+        pair.append(CrashableGateway(home, backend, journal, policy=policy))
+    return pair
+
+
+def stop_cleanly(gateways: list[CrashableGateway]) -> None:
+    """Stop every gateway (each by its pid), then check none of them logged a traceback."""
+    for gw in gateways:
+        gw.stop()
+    for gw in gateways:
+        text = gw.log.read_text(errors="replace") if gw.log.exists() else ""
+        assert "Traceback" not in text, text[-3000:]

@@ -90,6 +90,31 @@ def test_pending_interrupt_makes_the_run_waiting_and_withdrawal_clears_it():
     assert hub.runs[RID].interrupts == []
 
 
+def test_an_interrupt_turns_decided_with_the_approvals_the_journal_holds_then():
+    """The last approver's approval is written with the decision claim, maybe by a peer
+    gateway: however the interrupt turns decided here (this gateway's poll, a peer's word), it
+    is shown through the overlay at once, never first with the approvals of before."""
+    from console.gateway.journal_store import DecisionClaim
+
+    approvals: list[str] = ["alice"]
+    hub = Hub()
+    hub.interrupt_overlay = lambda i: i.model_copy(update={"description": ",".join(approvals)})
+    hub.observe_runs([_run()])
+    polled = Interrupt(id=f"{RID}#wf/1", run_id=RID, native_id="wf/1", title="Deploy?")
+    told = Interrupt(id=f"{RID}#wf/2", run_id=RID, native_id="wf/2", title="Deploy?")
+    hub.observe_interrupts("dbos:local", [polled, told], True, lambda _iid: None)
+    assert hub.interrupts[polled.id].description == "alice"
+    approvals.append("bob")  # through a peer, which this gateway has not heard of yet
+    claims = {i.id: DecisionClaim(i.id, "k", "approve", "bob", utcnow(), "applied")
+              for i in (polled, told)}
+    before = hub.seq
+    hub.mark_decided(told.id, claims[told.id])  # a peer's "decided"
+    hub.observe_interrupts("dbos:local", [], True, claims.get)  # this gateway's poll
+    shown = [e["data"] for e in hub.log if e["seq"] > before and e["kind"] == "interrupt"]
+    assert [(d["id"], d["status"], d["description"]) for d in shown] == [
+        (told.id, "decided", "alice,bob"), (polled.id, "decided", "alice,bob")]
+
+
 def test_missing_release_report_is_flagged_as_suspected_leak():
     hub = Hub()
     lock = Resource(id="lock", kind="lock", on_pause="release")
