@@ -59,6 +59,7 @@ from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
 from console.gateway.shared_tokens import SharedTokens
 from console.gateway.webhooks import Webhooks
+from console.gc_policy import GcPolicy
 from console.model import AuditEntry, BackendHealth, Role, Run, utcnow
 from console.run_filter import listed_runs
 
@@ -118,6 +119,10 @@ class Gateway:
     def __init__(self, settings: GatewaySettings) -> None:
         self.settings = settings
         gc.set_threshold(*GC_THRESHOLDS)
+        #: survivors frozen each second (console/gc_policy.py); a full collection after the
+        #: index grew by half (a first poll of 100,000 runs), not at a random later second
+        self.gc_policy = GcPolicy(young=0)
+        self._gc_runs = 0  # runs indexed at the last full collection
         self.policy = PolicyState(settings.policy_path)
         self.policy.load()  # PolicyError (file, rule, key) before anything else is opened
         self.hub: Hub = PeerHub(event_log_size=settings.event_log_size)
@@ -245,6 +250,8 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self._every(
             self.settings.heartbeat_coalesce_s, self.hub.flush_heartbeats)))
         self._tasks.append(asyncio.create_task(self._every(1.0, self.hub.tick)))
+        self.gc_policy.start(collect=False)
+        self._tasks.append(asyncio.create_task(self._every(1.0, self._gc_tick)))
         self._tasks.append(asyncio.create_task(self._every(
             min(5.0, self.settings.refusal_interval_s), self.refusals.flush)))
         self._tasks.append(asyncio.create_task(self._recovery_loop()))
@@ -287,6 +294,15 @@ class Gateway:
             with contextlib.suppress(Exception):
                 self.journal.retire()
         self.journal.close()
+        self.gc_policy.stop()
+
+    def _gc_tick(self) -> None:
+        runs = len(self.hub.runs)
+        if runs > 1.5 * self._gc_runs + 10_000:
+            self._gc_runs = runs
+            self.gc_policy.full()
+        else:
+            self.gc_policy.tick()
 
     async def _every(self, seconds: float, fn: Any) -> None:
         while True:

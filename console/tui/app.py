@@ -34,6 +34,7 @@ from textual.screen import Screen
 
 from console.client import ConnectionStatus, FleetView, GatewayError
 from console.config import ConfigError, Connection, load_config, resolve_connection
+from console.gc_policy import GcPolicy
 from console.model import (
     Action,
     AuditEntry,
@@ -50,7 +51,6 @@ from console.terminal_text import terminal_safe
 from console.tui.attention import Attention
 from console.tui.command_line import parse_command
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
-from console.tui.gc_policy import GcPolicy
 from console.tui.inert_text import InertControlCharacters
 from console.tui.marks import clear_sent_marks
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged

@@ -1,10 +1,10 @@
-"""The TUI's garbage-collection policy (console/tui/gc_policy.py)."""
+"""The garbage-collection policy of the TUI and the gateway (console/gc_policy.py)."""
 
 from __future__ import annotations
 
 import gc
 
-from console.tui.gc_policy import GcPolicy
+from console.gc_policy import GcPolicy
 
 
 class Node:

@@ -1,4 +1,5 @@
-"""Keep Python's full garbage collections off the key path.
+"""Keep Python's full garbage collections off the key path (the TUI) and off the beat path
+(the gateway).
 
 A fleet of 10,000 runs is a few hundred thousand objects the cyclic collector tracks (every
 ``Run`` model is a dozen: its dict, lists, nested models), and at 1,000 heartbeat events a
@@ -16,6 +17,13 @@ count has grown well past what it was after the last full collection, the heap i
 collected once (one pause, rare: it only grows by leaked cycles and by the fleet itself).
 Counting frozen objects walks them all (``gc.get_freeze_count``: ~10-25 ms at 10,000 runs),
 so that check runs once a minute, not every tick.
+
+The gateway (``console.gateway.server``) has the same problem at 100,000 runs: the beat events
+in its log live a few seconds, long enough to be promoted, so each collection of the middle
+generation walked every event and run version of the last seconds (up to 2.5 million objects
+with its thresholds: ~1 s every ~6 s at 20,000 beats/s) and full collections walked the
+whole index. It freezes its survivors every second too (``young=0``: the young generation is
+collected, the middle one is frozen as it is, so no collection ever walks seconds of events).
 """
 
 from __future__ import annotations
@@ -26,19 +34,27 @@ import gc
 class GcPolicy:
     """Freeze survivors each tick; a full collection only when frozen objects pile up."""
 
-    def __init__(self, growth: float = 1.5, slack: int = 50_000, check_every: int = 60) -> None:
+    def __init__(self, growth: float = 1.5, slack: int = 50_000, check_every: int = 60,
+                 young: int = 1) -> None:
         self.growth = growth  # a full collection once frozen > growth * base + slack
         self.slack = slack
         self.check_every = check_every  # ticks between two counts of the frozen objects
+        self.young = young  # the generation collected each tick before the survivors freeze
         self._ticks = 0
         self.base = 0  # frozen objects right after the last full collection
         self.full_collections = 0
         self.enabled = False
 
-    def start(self) -> None:
-        """One full collection now (startup, a new snapshot), then freeze everything."""
+    def start(self, *, collect: bool = True) -> None:
+        """One full collection now (startup, a new snapshot), then freeze everything;
+        ``collect=False``: freeze what there is without collecting it first (a gateway
+        started inside a larger process, say a test's, does not pay for its garbage)."""
         self.enabled = True
-        self.full()
+        if collect:
+            self.full()
+        else:
+            gc.freeze()
+            self.base = gc.get_freeze_count()
 
     def full(self) -> None:
         gc.unfreeze()
@@ -62,7 +78,7 @@ class GcPolicy:
                 gc.get_freeze_count() > self.growth * self.base + self.slack):
             self.full()
             return
-        gc.collect(1)
+        gc.collect(self.young)
         gc.freeze()
 
     def stop(self) -> None:
