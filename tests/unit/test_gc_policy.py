@@ -52,3 +52,27 @@ def test_rebase_collects_once_only_when_started() -> None:
         assert policy.base == gc.get_freeze_count()
     finally:
         policy.stop()
+
+
+def test_the_gateway_collects_fully_once_after_its_index_grew_by_half(tmp_path) -> None:
+    from console.gateway.server import Gateway
+    from console.gateway.settings import GatewaySettings
+    from console.model import Run
+
+    gateway = Gateway(GatewaySettings(port=0, home=tmp_path))
+    policy = gateway.gc_policy
+    assert policy.young == 0  # the gateway freezes its middle generation as it is
+    try:
+        policy.start(collect=False)
+        assert policy.full_collections == 0  # a gateway inside a test process: no full pass
+        gateway.hub.observe_runs([Run(id=f"dbos:local/wf-{i}", backend="dbos",
+                                      context="local", native_id=f"wf-{i}")
+                                  for i in range(12_000)])
+        gateway._gc_tick()  # a first poll of 12,000 runs: the index grew past 10,000
+        assert policy.full_collections == 1
+        gateway._gc_tick()
+        gateway._gc_tick()  # no growth: survivors frozen, no full collection
+        assert policy.full_collections == 1
+    finally:
+        policy.stop()
+        gateway.journal.close()
