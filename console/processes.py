@@ -114,8 +114,9 @@ class ChildProcess:
     ready: Callable[[], bool] | None = None
     #: working directory of the child (None: this process's)
     cwd: Path | None = None
-    #: what :meth:`terminate` sends (SIGINT for a server whose app took SIGTERM for itself)
-    stop_signal: signal.Signals = signal.SIGTERM
+    #: what :meth:`terminate` sends, in this order (SIGINT for a server whose app took SIGTERM
+    #: for itself; both when each of them ends a different part of the child)
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM,)
     popen: subprocess.Popen[bytes] | None = None
     _log_file: IO[bytes] | None = None
 
@@ -151,12 +152,13 @@ class ChildProcess:
         return self.popen is not None and self.popen.poll() is None
 
     def terminate(self) -> None:
-        """Send its process group ``stop_signal`` (SIGTERM) without waiting (to stop several
+        """Send its process group ``stop_signals`` (SIGTERM) without waiting (to stop several
         at once: terminate each, then :meth:`stop` each)."""
         popen = self.popen
         if popen is not None and popen.poll() is None:
             _signal_group(popen.pid, signal.SIGCONT)  # a frozen child cannot act on TERM
-            _signal_group(popen.pid, self.stop_signal)
+            for sig in self.stop_signals:
+                _signal_group(popen.pid, sig)
 
     def kill(self) -> None:
         """SIGKILL the child itself, at once: no cleanup (a crashed host, an eviction)."""
@@ -167,7 +169,7 @@ class ChildProcess:
             popen.wait(10)
 
     def stop(self, grace_s: float = 10.0) -> bool:
-        """Send its process group ``stop_signal``, wait ``grace_s``, then SIGKILL what is
+        """Send its process group ``stop_signals``, wait ``grace_s``, then SIGKILL what is
         left of the group.
 
         False when it had to be killed (it did not stop within ``grace_s``)."""
