@@ -1,7 +1,7 @@
 """Local child processes: a free loopback port to start one on, the program to run
 (:func:`executable`), :class:`ChildProcess` (a named child with its log file, stopped by its
-pid), waiting for one to be ready (:func:`wait_until`), stopping a bare ``Popen`` by its pid,
-and whether a pid is still alive.
+pid; :func:`stop_together` stops several at once), waiting for one to be ready
+(:func:`wait_until`), stopping a bare ``Popen`` by its pid, and whether a pid is still alive.
 
 Used by the demo launcher (``console/demo/``), the live fleet of the TUI tests and screenshots
 (``tests/support/live_fleet.py``), the Temporal dev server wrapper and the test fixtures. A
@@ -173,15 +173,19 @@ class ChildProcess:
         left of the group.
 
         False when it had to be killed (it did not stop within ``grace_s``)."""
+        self.terminate()
+        return self._reap(time.monotonic() + grace_s)
+
+    def _reap(self, deadline: float) -> bool:
+        """After :meth:`terminate`: wait for it until ``deadline`` (monotonic), then SIGKILL
+        what is left of its group and close its log; False when it had to be killed."""
         stopped = True
         popen = self.popen
         if popen is not None:
-            if popen.poll() is None:
-                self.terminate()
-                try:
-                    popen.wait(grace_s)
-                except subprocess.TimeoutExpired:
-                    stopped = False
+            try:
+                popen.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                stopped = False
             _signal_group(popen.pid, signal.SIGKILL)  # leftovers of its group, if any
             with contextlib.suppress(subprocess.TimeoutExpired):
                 popen.wait(5)
@@ -198,6 +202,16 @@ class ChildProcess:
         except OSError:
             return ""
         return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def stop_together(children: list[ChildProcess], grace_s: float = 10.0) -> list[ChildProcess]:
+    """Stop several children at once: signal each (in the given order), then wait for all of
+    them within one ``grace_s``, so their shutdowns overlap instead of adding up; SIGKILL
+    what is left. The children that had to be killed."""
+    for child in children:
+        child.terminate()
+    deadline = time.monotonic() + grace_s
+    return [child for child in children if not child._reap(deadline)]
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
