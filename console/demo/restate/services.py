@@ -33,6 +33,8 @@ from backend_adapters.restate.agent import (
 
 #: set by the demo when its gateway runs the demo policy: refunds go through the policy guard
 GUARDED = os.environ.get("IRQ_DEMO_GUARDED") == "1"
+#: multiplies the duration of every step (like the other demo fleets' ``--step-scale``)
+STEP_SCALE = float(os.environ.get("IRQ_DEMO_STEP_SCALE") or 1.0)
 REFUND_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"amount": {"type": "integer", "minimum": 1, "maximum": 500}},
@@ -57,7 +59,7 @@ async def _work(name: str, seconds: float) -> str:
     # thread pool, which asyncio.run() waits for on exit: every stop of the service waited
     # out the step in flight (the nightly report's take 15 s) past the stop grace, into
     # SIGKILL; a sleeping coroutine is cancelled with its handler
-    await asyncio.sleep(seconds)
+    await asyncio.sleep(seconds * STEP_SCALE)
     return name
 
 
