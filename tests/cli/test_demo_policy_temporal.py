@@ -25,10 +25,11 @@ pytestmark = pytest.mark.slow
 
 
 def _start_extension(
-    home: Path, url: str, agent_token: str, step_scale: float = 1.0
+    home: Path, url: str, agent_token: str, step_scale: float = 1.0, *worker_args: str
 ) -> tuple[list[ChildProcess], str]:
     """The extension's dev server (ready) and its guarded worker (not started yet); the worker
-    multiplies its agents' step durations and restart delays by ``step_scale``."""
+    multiplies its agents' step durations and restart delays by ``step_scale`` and gets
+    ``worker_args`` too."""
     from console.demo.temporal.fleet import demo_extension
 
     env = DemoEnvironment(
@@ -53,7 +54,7 @@ def _start_extension(
                 time.sleep(0.2)
         (worker,) = ext.agents
         assert "--guarded" in worker.argv
-        worker.argv = [*worker.argv, "--step-scale", str(step_scale)]
+        worker.argv = [*worker.argv, "--step-scale", str(step_scale), *worker_args]
         worker.env = {
             "IRQ_AGENT_URL": env.agent_url,
             "IRQ_AGENT_TOKEN": agent_token,
