@@ -153,7 +153,7 @@ class ChildProcess:
 
     def terminate(self) -> None:
         """Send its process group ``stop_signals`` (SIGTERM) without waiting (to stop several
-        at once: terminate each, then :meth:`stop` each)."""
+        at once: :func:`stop_together`)."""
         popen = self.popen
         if popen is not None and popen.poll() is None:
             _signal_group(popen.pid, signal.SIGCONT)  # a frozen child cannot act on TERM
