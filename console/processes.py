@@ -1,7 +1,7 @@
 """Local child processes: a free loopback port to start one on, the program to run
 (:func:`executable`), :class:`ChildProcess` (a named child with its log file, stopped by its
-pid), waiting for one to be ready (:func:`wait_until`), stopping a bare ``Popen`` by its pid,
-and whether a pid is still alive.
+pid; :func:`stop_together` stops several at once), waiting for one to be ready
+(:func:`wait_until`), stopping a bare ``Popen`` by its pid, and whether a pid is still alive.
 
 Used by the demo launcher (``console/demo/``), the live fleet of the TUI tests and screenshots
 (``tests/support/live_fleet.py``), the Temporal dev server wrapper and the test fixtures. A
@@ -114,8 +114,9 @@ class ChildProcess:
     ready: Callable[[], bool] | None = None
     #: working directory of the child (None: this process's)
     cwd: Path | None = None
-    #: what :meth:`terminate` sends (SIGINT for a server whose app took SIGTERM for itself)
-    stop_signal: signal.Signals = signal.SIGTERM
+    #: what :meth:`terminate` sends, in this order (SIGINT for a server whose app took SIGTERM
+    #: for itself; both when each of them ends a different part of the child)
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM,)
     popen: subprocess.Popen[bytes] | None = None
     _log_file: IO[bytes] | None = None
 
@@ -151,12 +152,13 @@ class ChildProcess:
         return self.popen is not None and self.popen.poll() is None
 
     def terminate(self) -> None:
-        """Send its process group ``stop_signal`` (SIGTERM) without waiting (to stop several
-        at once: terminate each, then :meth:`stop` each)."""
+        """Send its process group ``stop_signals`` (SIGTERM) without waiting (to stop several
+        at once: :func:`stop_together`)."""
         popen = self.popen
         if popen is not None and popen.poll() is None:
             _signal_group(popen.pid, signal.SIGCONT)  # a frozen child cannot act on TERM
-            _signal_group(popen.pid, self.stop_signal)
+            for sig in self.stop_signals:
+                _signal_group(popen.pid, sig)
 
     def kill(self) -> None:
         """SIGKILL the child itself, at once: no cleanup (a crashed host, an eviction)."""
@@ -167,19 +169,23 @@ class ChildProcess:
             popen.wait(10)
 
     def stop(self, grace_s: float = 10.0) -> bool:
-        """Send its process group ``stop_signal``, wait ``grace_s``, then SIGKILL what is
+        """Send its process group ``stop_signals``, wait ``grace_s``, then SIGKILL what is
         left of the group.
 
         False when it had to be killed (it did not stop within ``grace_s``)."""
+        self.terminate()
+        return self._reap(time.monotonic() + grace_s)
+
+    def _reap(self, deadline: float) -> bool:
+        """After :meth:`terminate`: wait for it until ``deadline`` (monotonic), then SIGKILL
+        what is left of its group and close its log; False when it had to be killed."""
         stopped = True
         popen = self.popen
         if popen is not None:
-            if popen.poll() is None:
-                self.terminate()
-                try:
-                    popen.wait(grace_s)
-                except subprocess.TimeoutExpired:
-                    stopped = False
+            try:
+                popen.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                stopped = False
             _signal_group(popen.pid, signal.SIGKILL)  # leftovers of its group, if any
             with contextlib.suppress(subprocess.TimeoutExpired):
                 popen.wait(5)
@@ -196,6 +202,16 @@ class ChildProcess:
         except OSError:
             return ""
         return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def stop_together(children: list[ChildProcess], grace_s: float = 10.0) -> list[ChildProcess]:
+    """Stop several children at once: signal each (in the given order), then wait for all of
+    them within one ``grace_s``, so their shutdowns overlap instead of adding up; SIGKILL
+    what is left. The children that had to be killed."""
+    for child in children:
+        child.terminate()
+    deadline = time.monotonic() + grace_s
+    return [child for child in children if not child._reap(deadline)]
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

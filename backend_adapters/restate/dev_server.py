@@ -97,10 +97,7 @@ class RestateServer:
             log=log or self.base_dir / "restate-server.log",
             env=self.env(),
             ready=self.answers,
-            # restate-sdk takes SIGTERM for itself on the first request (it drains in-flight
-            # invocations and hypercorn never stops: every stop waited its 10 s grace and
-            # ended in SIGKILL); hypercorn still stops on SIGINT, within --graceful-timeout
-            stop_signal=signal.SIGINT,
+            stop_signals=(signal.SIGINT,),
         )
 
     def start(self, timeout_s: float = 60.0) -> None:
@@ -169,10 +166,13 @@ class HypercornService:
             env=self.env,
             cwd=self.cwd,
             ready=self.answers,
-            # restate-sdk takes SIGTERM for itself on the first request (it drains in-flight
-            # invocations and hypercorn never stops: every stop waited its 10 s grace and
-            # ended in SIGKILL); hypercorn still stops on SIGINT, within --graceful-timeout
-            stop_signal=signal.SIGINT,
+            # restate-sdk takes SIGTERM for itself on the first request: it only lets the
+            # handlers in flight end their HTTP/2 stream without waiting for Restate to close
+            # its side, and hypercorn never hears of it; SIGINT stops hypercorn, which cancels
+            # those handlers after --graceful-timeout, but a cancelled handler still waits for
+            # Restate to close the stream, for ever, unless that SIGTERM came too. So both:
+            # with SIGINT alone every stop waited its whole grace and ended in SIGKILL
+            stop_signals=(signal.SIGTERM, signal.SIGINT),
         )
 
     def start(self, timeout_s: float = 60.0) -> None:

@@ -54,7 +54,7 @@ from types import FrameType
 from typing import IO, Any
 
 from console.config import Context, config_path, load_config, save_config, state_dir
-from console.processes import HOST, ChildProcess, free_port
+from console.processes import HOST, ChildProcess, free_port, stop_together
 
 DEMO_CONTEXT = "demo"
 DEFAULT_PORT = 7433
@@ -371,9 +371,10 @@ def run_demo(*, port: int = DEFAULT_PORT, tui: bool = True, mouse: bool = False)
         return 1
 
     children: list[ChildProcess] = []
+    servers: list[ChildProcess] = []  # of the extensions: stopped after everything else
     previous = _install_stop_handlers()
     try:
-        return _run(paths, port, tui, mouse, children)
+        return _run(paths, port, tui, mouse, children, servers)
     except (DemoStopped, KeyboardInterrupt):
         return 0
     finally:
@@ -386,8 +387,11 @@ def run_demo(*, port: int = DEFAULT_PORT, tui: bool = True, mouse: bool = False)
                     "irq demo: stopping "
                     + ", ".join(f"{c.name} (pid {c.pid})" for c in reversed(children) if c.pid)
                 )
-            for child in reversed(children):
-                if not child.stop(STOP_GRACE_S):
+            # the agents and the gateway together, then the servers they used together: the
+            # shutdowns of each wave overlap (one by one, they added up to 5.5 s)
+            others = [c for c in children if not any(c is s for s in servers)]
+            for wave in (others, servers):
+                for child in stop_together(list(reversed(wave)), STOP_GRACE_S):
                     say(f"  {child.name} (pid {child.pid}) did not stop in {STOP_GRACE_S:g}s: "
                         "SIGKILL")
         finally:
@@ -395,7 +399,14 @@ def run_demo(*, port: int = DEFAULT_PORT, tui: bool = True, mouse: bool = False)
             lock.release()
 
 
-def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[ChildProcess]) -> int:
+def _run(
+    paths: DemoPaths,
+    port: int,
+    tui: bool,
+    mouse: bool,
+    children: list[ChildProcess],
+    servers: list[ChildProcess],
+) -> int:
     tokens = ensure_tokens(paths)
     if not port_is_free(port):
         chosen = free_port()
@@ -427,13 +438,17 @@ def _run(paths: DemoPaths, port: int, tui: bool, mouse: bool, children: list[Chi
                 "context for the CLI"
             )
 
+    # the extensions' servers do not need one another: start them all, then wait for each
+    # (their start-ups overlap; one after the other they took 5.3 s of the demo's 8.4 s)
     for extension in extensions:
         for server in extension.servers:
             _start(server, children)
-            if server.ready is not None:
-                problem = wait_until(_readiness(server.ready), server, READY_TIMEOUT_S)
-                if problem:
-                    return _died(server, problem)
+            servers.append(server)
+    for server in servers:
+        if server.ready is not None:
+            problem = wait_until(_readiness(server.ready), server, READY_TIMEOUT_S)
+            if problem:
+                return _died(server, problem)
 
     gateway = ChildProcess(
         name="gateway",

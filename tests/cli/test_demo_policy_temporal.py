@@ -24,7 +24,12 @@ pytest.importorskip("temporalio")
 pytestmark = pytest.mark.slow
 
 
-def _start_extension(home: Path, url: str, agent_token: str) -> tuple[list[ChildProcess], str]:
+def _start_extension(
+    home: Path, url: str, agent_token: str, step_scale: float = 1.0, *worker_args: str
+) -> tuple[list[ChildProcess], str]:
+    """The extension's dev server (ready) and its guarded worker (not started yet); the worker
+    multiplies its agents' step durations and restart delays by ``step_scale`` and gets
+    ``worker_args`` too."""
     from console.demo.temporal.fleet import demo_extension
 
     env = DemoEnvironment(
@@ -49,6 +54,7 @@ def _start_extension(home: Path, url: str, agent_token: str) -> tuple[list[Child
                 time.sleep(0.2)
         (worker,) = ext.agents
         assert "--guarded" in worker.argv
+        worker.argv = [*worker.argv, "--step-scale", str(step_scale), *worker_args]
         worker.env = {
             "IRQ_AGENT_URL": env.agent_url,
             "IRQ_AGENT_TOKEN": agent_token,
@@ -71,7 +77,9 @@ def temporal_policy_demo(irq_home: Path) -> Iterator[dict[str, str]]:
     url = f"ws://127.0.0.1:{port}"
     operator = create_token(Role.OPERATOR, "demo-policy-operator", irq_home)
     agent = create_token(Role.AGENT, "demo-policy-agent", irq_home, scopes=("temporal:local",))
-    processes, backend = _start_extension(irq_home, url, agent)
+    # a tenth of the demo's pace: the release train's 30 build steps take 4.5 s, not 45 s,
+    # before it asks for the prod deploy (the policy, not the pace, is under test)
+    processes, backend = _start_extension(irq_home, url, agent, step_scale=0.1)
     log = open(irq_home / "serve.log", "ab")  # noqa: SIM115 - closed below
     gateway: subprocess.Popen[bytes] | None = None
     try:

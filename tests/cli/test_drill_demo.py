@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.slow]
 
 @pytest.fixture
 def demo_fleet(irq_home: Path) -> Iterator[LiveFleet]:
-    with LiveFleet(irq_home, agents=2, workers=2) as fleet:
+    # the drilled worker stays down 5 s, not 15 s: long enough for its run to be seen late
+    with LiveFleet(irq_home, agents=2, workers=2, downtime_s=5.0) as fleet:
         template = preempt_command(irq_home)  # the fleet's db is IRQ_HOME/fleet.db
         (irq_home / "config.toml").write_text(
             'current_context = "demo"\n[contexts.demo]\n'

@@ -30,6 +30,7 @@ class LiveFleet:
     workers: int = 2
     step_scale: float = 1.0
     preempt_every_s: float = 0.0  # 0: no preemptions (deterministic tests)
+    downtime_s: float = 15.0  # how long a preempted worker stays down (the fleet's default)
     port: int = 0
     tokens: dict[str, str] = field(default_factory=dict)
     children: list[ChildProcess] = field(default_factory=list)
@@ -68,7 +69,8 @@ class LiveFleet:
             "fleet",
             [sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(self.db),
              "--agents", str(self.agents), "--workers", str(self.workers),
-             "--preempt-every", str(self.preempt_every_s), "--step-scale", str(self.step_scale)],
+             "--preempt-every", str(self.preempt_every_s), "--step-scale", str(self.step_scale),
+             "--downtime", str(self.downtime_s)],
             self.home / "fleet.log",
             {**env, "IRQ_AGENT_URL": f"{self.url}/agent", "IRQ_AGENT_TOKEN": self.tokens["agent"]},
         )

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from console.processes import ChildProcess
+from console.processes import ChildProcess, stop_together
 
 
 @dataclass
@@ -127,12 +127,7 @@ class Fleet:
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop every worker by its pid: SIGTERM, then SIGKILL after ``timeout_s``."""
         self._stop.set()
-        running = [w.process for w in self.members if w.process is not None]
-        for process in running:
-            process.terminate()
-        deadline = time.monotonic() + timeout_s
-        for process in running:
-            process.stop(max(0.1, deadline - time.monotonic()))
+        stop_together([w.process for w in self.members if w.process is not None], timeout_s)
         for worker in self.members:
             worker.process = None
 

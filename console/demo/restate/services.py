@@ -13,9 +13,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -33,6 +33,8 @@ from backend_adapters.restate.agent import (
 
 #: set by the demo when its gateway runs the demo policy: refunds go through the policy guard
 GUARDED = os.environ.get("IRQ_DEMO_GUARDED") == "1"
+#: multiplies the duration of every step (like the other demo fleets' ``--step-scale``)
+STEP_SCALE = float(os.environ.get("IRQ_DEMO_STEP_SCALE") or 1.0)
 REFUND_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"amount": {"type": "integer", "minimum": 1, "maximum": 500}},
@@ -52,10 +54,12 @@ payments = restate.Service(
 _attempts: dict[str, int] = {}
 
 
-def _work(name: str, seconds: float) -> str:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
+async def _work(name: str, seconds: float) -> str:
+    # a coroutine, not a blocking function: restate-sdk runs a plain function in the loop's
+    # thread pool, which asyncio.run() waits for on exit: every stop of the service waited
+    # out the step in flight (the nightly report's take 15 s) past the stop grace, into
+    # SIGKILL; a sleeping coroutine is cancelled with its handler
+    await asyncio.sleep(seconds * STEP_SCALE)
     return name
 
 
@@ -82,8 +86,8 @@ async def refund(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
     return {"refunded": final}
 
 
-def _issue_refund(order: str, amount: int, currency: str) -> int:
-    _work("issue-refund", 1.0)
+async def _issue_refund(order: str, amount: int, currency: str) -> int:
+    await _work("issue-refund", 1.0)
     return amount
 
 

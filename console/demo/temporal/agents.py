@@ -211,7 +211,8 @@ async def issue_refund(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _step(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
-    result = await run_activity(fn, params, heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S)
+    timeout_s = float(params.get("heartbeat_timeout_s", HEARTBEAT_TIMEOUT_S))
+    result = await run_activity(fn, params, heartbeat_timeout_s=timeout_s)
     return {"progress": result.get("progress"), "report": result.get("report")}
 
 
@@ -639,9 +640,25 @@ class Lane:
         return int(tail) if head == self.name and tail.isdigit() else 0
 
     def plan_for(
-        self, gen: int, locks: Path, scale: float = 1.0, *, guarded: bool = False
+        self,
+        gen: int,
+        locks: Path,
+        scale: float = 1.0,
+        *,
+        guarded: bool = False,
+        heartbeat_timeout_s: float | None = None,
     ) -> dict[str, Any]:
+        """The plan of generation ``gen``; ``heartbeat_timeout_s`` (None: the demo's
+        :data:`HEARTBEAT_TIMEOUT_S`) goes into every step's parameters: part of the
+        workflow's input, so a replay schedules its activities with the same timeout."""
         plan = self.plan(gen, random.Random(f"{self.name}/{gen}"), locks, scale)
+        if heartbeat_timeout_s is not None:
+            plan = {
+                key: {**value, "heartbeat_timeout_s": heartbeat_timeout_s}
+                if isinstance(value, dict) and "phases" in value
+                else value
+                for key, value in plan.items()
+            }
         return {**plan, "guarded": True} if guarded else plan
 
 

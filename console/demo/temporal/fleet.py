@@ -112,7 +112,13 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
 
 
 async def keep_lane_alive(
-    client: Client, lane: Lane, task_queue: str, locks: Path, scale: float, guarded: bool = False
+    client: Client,
+    lane: Lane,
+    task_queue: str,
+    locks: Path,
+    scale: float,
+    guarded: bool = False,
+    heartbeat_timeout_s: float | None = None,
 ) -> None:
     """One workflow of ``lane`` at a time: attach to the running one or start the next
     generation; when it closes (for whatever reason), wait a little and start another."""
@@ -141,7 +147,13 @@ async def keep_lane_alive(
                 try:
                     handle = await client.start_workflow(
                         lane.name,  # the workflow type
-                        lane.plan_for(gen, locks, scale, guarded=guarded),
+                        lane.plan_for(
+                            gen,
+                            locks,
+                            scale,
+                            guarded=guarded,
+                            heartbeat_timeout_s=heartbeat_timeout_s,
+                        ),
                         id=wid,
                         task_queue=task_queue,
                         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -203,6 +215,7 @@ async def serve(
     scale: float,
     watch_parent: bool,
     guarded: bool = False,
+    heartbeat_timeout_s: float | None = None,
 ) -> None:
     from temporalio.client import Client
     from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
@@ -244,7 +257,15 @@ async def serve(
             return
         lanes = [
             asyncio.create_task(
-                keep_lane_alive(client, lane, task_queue, locks, scale, guarded=guarded)
+                keep_lane_alive(
+                    client,
+                    lane,
+                    task_queue,
+                    locks,
+                    scale,
+                    guarded=guarded,
+                    heartbeat_timeout_s=heartbeat_timeout_s,
+                )
             )
             for lane in LANES
         ]
@@ -277,6 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--step-scale", type=float, default=1.0, help="multiply step durations")
     w.add_argument("--watch-parent", action="store_true", help="exit when the parent dies")
     w.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=None,
+        help="heartbeat timeout of the agents' activities in seconds (default 10): how soon "
+        "Temporal retries the step of a worker that died",
+    )
+    w.add_argument(
         "--guarded",
         action="store_true",
         help="deploys, drops and refunds go through the policy guard (the gateway's policy)",
@@ -293,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             scale=args.step_scale,
             watch_parent=args.watch_parent,
             guarded=args.guarded,
+            heartbeat_timeout_s=args.heartbeat_timeout,
         )
     )
     # The worker has shut down. Skip interpreter finalization: temporalio's runtime threads
