@@ -132,10 +132,12 @@ class AdapterView(NamedTuple):
 
 
 #: fields of a run's contract that change without a new run object (the beat fast path),
-#: with the time, or with a flip of the state alone (late, lost, running again): the cached
-#: rest of a contract (Hub.contract_bytes) outlives such changes
+#: with the time, or with what an agent's beats change (its cadence and timeout, the state,
+#: the warnings those imply): the cached rest of a contract (Hub.contract_bytes) outlives
+#: such changes, so a fleet's first beats do not void the contracts cached at its first poll
 CONTRACT_DYNAMIC = ("heartbeat_at", "progress", "heartbeat_age_s", "observed_age_s",
-                    "suspected_state", "state", "updated_at")
+                    "suspected_state", "state", "updated_at", "heartbeat_interval_s",
+                    "heartbeat_timeout_s", "warnings")
 
 _AS_IS: Any = object()  # Hub.contract_bytes: the run's own value
 
@@ -468,18 +470,21 @@ class Hub:
             elif before is not None and before == view and self._same_rest(run):
                 continue  # the adapter reports it unchanged; liveness has its own wheel
             self._refresh(run.id, now, base=run)
+            merged = self.runs.get(run.id)
+            if before is None and merged is not None and run.id not in self._contracts:
+                # a run new to the index: its contract's rest is encoded now, at the poll,
+                # not in the first snapshot after it (100,000 at once: seconds of the loop
+                # while agents beat)
+                self._static_contract(merged, now)
         for run_id in gone or []:
             self._forget_run(run_id)
 
     def _put_run(self, run: Run, old: Run | None = None) -> None:
         """The merged run changed: a new object (only the beat fast path changes one in
         place, and only its CONTRACT_DYNAMIC fields). ``old``: the version it replaces,
-        when the two differ in CONTRACT_DYNAMIC fields at most, unless their warnings or
-        cadence differ (checked here): the cached contract stays."""
+        when the two differ in CONTRACT_DYNAMIC fields at most: the cached contract stays."""
         self.runs[run.id] = run
-        if old is None or run.warnings != old.warnings \
-                or run.heartbeat_interval_s != old.heartbeat_interval_s \
-                or run.heartbeat_timeout_s != old.heartbeat_timeout_s:
+        if old is None:
             self._contracts.pop(run.id, None)
 
     def _install(self, run: Run, old: Run | None = None) -> None:
@@ -501,12 +506,7 @@ class Hub:
         progress as of an event (the beat fast path changes them in place since)."""
         static = self._contracts.get(run.id) if self.runs.get(run.id) is run else None
         if static is None:
-            data = run.contract(now)
-            for key in CONTRACT_DYNAMIC:
-                del data[key]
-            static = encode(data)[:-1]
-            if self.runs.get(run.id) is run:
-                self._contracts[run.id] = static
+            static = self._static_contract(run, now)
         if (at is _AS_IS or at is run.heartbeat_at) and (
                 progress is _AS_IS or progress == run.progress):
             at, progress, view = run.heartbeat_at, run.progress, run
@@ -516,12 +516,25 @@ class Hub:
             view = _copy_run(run, {"heartbeat_at": at, "progress": progress})
         suspected = view.suspected_state(now)
         return static + b"," + encode({
+            "heartbeat_interval_s": run.heartbeat_interval_s,
+            "heartbeat_timeout_s": run.heartbeat_timeout_s, "warnings": run.warnings,
             "heartbeat_at": self._iso(at), "progress": progress,
             "state": view.state.value, "updated_at": self._iso(view.updated_at),
             "heartbeat_age_s": view.heartbeat_age_s(now),
             "observed_age_s": view.observed_age_s(now),
             "suspected_state": suspected.value if suspected is not None else None,
         })[1:]
+
+    def _static_contract(self, run: Run, now: datetime) -> bytes:
+        """The encoded contract of ``run`` without its CONTRACT_DYNAMIC fields (and without
+        its closing brace), cached while ``run`` is the indexed version."""
+        data = run.contract(now)
+        for key in CONTRACT_DYNAMIC:
+            del data[key]
+        static = encode(data)[:-1]
+        if self.runs.get(run.id) is run:
+            self._contracts[run.id] = static
+        return static
 
     def _same_rest(self, run: Run) -> bool:
         """Does the merged run hold ``run``'s fields that the merge does not override?"""

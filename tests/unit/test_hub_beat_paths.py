@@ -185,6 +185,7 @@ def test_cached_contracts_equal_the_contract_through_beats_and_state_changes() -
     hub = Hub(clock=Clock())
     hub.observe_runs([_run(i) for i in range(3)])
     rid = "dbos:local/wf-0"
+    assert set(hub._contracts) == set(hub.runs)  # encoded at the poll that found them
 
     def check() -> None:
         now = hub.clock()
@@ -207,7 +208,8 @@ def test_cached_contracts_equal_the_contract_through_beats_and_state_changes() -
     assert hub.runs[rid].state is RunState.RUNNING and rid in hub._contracts
     check()
     hub.agent_heartbeat(rid, _beat(seq=10, at=hub.clock(), interval_s=1.0))
-    hub.flush_heartbeats()  # another cadence: encoded afresh
+    hub.flush_heartbeats()  # another cadence: in the part encoded each time
+    assert rid in hub._contracts
     check()
 
 
