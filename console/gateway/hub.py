@@ -13,7 +13,10 @@ from a snapshot (:func:`lag_decision`). A beat that changes nothing but the run'
 time and progress takes a fast path and becomes a ``run`` event whose full form is rendered
 only when a client asks for it; clients that asked for compact beats get ``beat`` events.
 Liveness is re-evaluated only for runs whose late/lost deadline has come (a wheel of
-one-second buckets), not for every run every second.
+one-second buckets), not for every run every second, and within a budget of wall time per
+tick (:data:`TICK_BUDGET_S`): an overloaded gateway judges the rest at its next tick, in
+deadline order, and says how many wait (``liveness_backlog``); a beat read meanwhile spares
+the run a flip to late and back.
 
 Each run's beats are bound to the token that first reported it (:class:`Reporter`); beats from
 another token are refused until the bound one has been silent past its timeout or an
@@ -26,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
@@ -66,6 +70,11 @@ FINISHED_RUN_TTL = timedelta(hours=1)  # finished runs leave the live index (aud
 MAX_UNKNOWN_RUNS = 10_000  # runs no adapter knows whose latest beat is kept
 MAX_UNKNOWN_BYTES = 16 << 20  # and the bytes of those beats' frames
 DEFAULT_TAKEOVER_S = 60.0  # silence after which another token may take a run over (no timeout_s)
+#: wall time one tick may spend judging silence; what is left waits for the next tick, in
+#: deadline order (a gateway behind on its beats would else judge runs late whose next beat
+#: it has not read yet, and every such flip is undone by that beat: twice the work of a beat,
+#: just when it is behind)
+TICK_BUDGET_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -283,6 +292,10 @@ class Hub:
         self.stale_beats = 0  # beats ignored because a newer one was already accepted
         self.beats_accepted = 0  # beats merged into known runs
         self.takeovers = 0  # runs whose binding moved to another token
+        self.tick_budget_s = TICK_BUDGET_S
+        #: runs whose silence deadline has passed but were not judged yet (the tick's budget
+        #: ran out): 0 unless the gateway is overloaded
+        self.liveness_backlog = 0
         #: recent beats of the first HISTORY_RUNS runs to beat and of the focused runs
         self.history: dict[str, deque[BeatRecord]] = {}
         self.focused: OrderedDict[str, None] = OrderedDict()  # runs clients opened lately
@@ -883,8 +896,17 @@ class Hub:
     def _tick(self) -> None:
         now = self.clock()
         slot = math.floor(now.timestamp() * WHEEL_SLOTS_PER_S)
-        for due in sorted(d for d in self._due if d <= slot):
-            for run_id in self._due.pop(due):
+        overdue = sorted(d for d in self._due if d <= slot)
+        budget_end = time.perf_counter() + self.tick_budget_s
+        judged = 0  # the budget is looked at every 64 runs
+        for k, due in enumerate(overdue):
+            bucket = list(self._due.pop(due))
+            for n, run_id in enumerate(bucket):
+                judged += 1
+                if judged % 64 == 0 and time.perf_counter() > budget_end:
+                    self._due.setdefault(due, set()).update(bucket[n:])  # the next tick's
+                    self.liveness_backlog = sum(len(self._due.get(d, ())) for d in overdue[k:])
+                    break
                 self._due_of.pop(run_id, None)
                 run = self.runs.get(run_id)
                 if run is None:
@@ -895,6 +917,11 @@ class Hub:
                         self._refresh(run_id, now)
                 else:
                     self._schedule(run, not_before=slot + 1)
+            else:
+                continue
+            break
+        else:
+            self.liveness_backlog = 0
         for run_id in [r for r in self._terminal if r in self.runs
                        and now - self.runs[r].updated_at > FINISHED_RUN_TTL]:
             self._forget_run(run_id)

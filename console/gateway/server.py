@@ -930,6 +930,7 @@ class Gateway:
             "beats_accepted": self.hub.beats_accepted,
             "client_resyncs": self.counters["client_resyncs"],
             "takeovers": self.hub.takeovers,
+            "liveness_backlog": self.hub.liveness_backlog,
             "runs": len(self.hub.runs),
             "notifications": self.webhooks.stats(),
             "peers": {**self.leases.stats(), "events": self.peering.stats()},

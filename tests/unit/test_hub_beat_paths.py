@@ -233,3 +233,35 @@ def test_a_run_event_rendered_late_shows_the_run_as_of_its_seq() -> None:
                                                        "heartbeat_age_s")} == \
         {k: v for k, v in later.items() if k not in ("heartbeat_at", "progress",
                                                      "heartbeat_age_s")}
+
+
+def test_silence_is_judged_within_the_ticks_budget_and_a_beat_read_meanwhile_spares_a_flip(
+        ) -> None:
+    hub = Hub(clock=Clock())
+    hub.observe_runs([_run(i) for i in range(300)])
+    for i in range(300):
+        hub.agent_heartbeat(f"dbos:local/wf-{i}", _beat(seq=1, at=T0, progress=0.1))
+    hub.flush_heartbeats()
+    hub.tick_budget_s = 0.0  # an overloaded gateway: the budget is spent at once
+    hub.clock.now = T0 + timedelta(seconds=9)  # type: ignore[attr-defined]  # all 300 late
+    before = hub.seq
+    hub.tick()
+    late = [r for r in hub.runs.values() if r.state is RunState.LATE]
+    assert len(late) == 63  # judged up to the first look at the budget; 237 wait
+    assert hub.liveness_backlog == 237
+    waiting = [r.id for r in hub.runs.values() if r.state is RunState.RUNNING]
+    hub.agent_heartbeat(waiting[0], _beat(seq=2, at=hub.clock(), progress=0.2))
+    hub.flush_heartbeats()  # its beat came before its judgment: it never turns late
+    for _ in range(10):
+        hub.tick()
+    assert hub.liveness_backlog == 0
+    assert hub.runs[waiting[0]].state is RunState.RUNNING
+    assert sum(r.state is RunState.LATE for r in hub.runs.values()) == 299
+    flips = [e for e in hub.log if e.seq > before and e["kind"] == "run"
+             and e["data"]["id"] == waiting[0]]
+    assert [e["data"]["state"] for e in flips] == ["running"]  # the beat, no late and back
+    hub.tick_budget_s = 1.0
+    hub.clock.now = T0 + timedelta(seconds=60)  # type: ignore[attr-defined]
+    hub.tick()
+    assert hub.liveness_backlog == 0
+    assert sum(r.state is RunState.LOST for r in hub.runs.values()) == 300
