@@ -306,13 +306,8 @@ class Client:
                 self.replays += 1
             nowdt = datetime.fromtimestamp(now, UTC)
             for ev in frame["events"]:
-                seq = ev["seq"]
-                if seq <= self.seq:
+                if not self._advance(ev["seq"]):
                     continue
-                if seq != self.seq + 1:
-                    self.gaps += 1
-                self.seq = seq
-                self.events += 1
                 if ev["kind"] == "beat":
                     at = ev["data"]["heartbeat_at"]
                     if at and (self.newest_beat is None or at > self.newest_beat):
@@ -321,6 +316,16 @@ class Client:
                     updated = datetime.fromisoformat(ev["data"]["updated_at"])
                     self.latencies.append((nowdt - updated).total_seconds())
             self._maybe_current()
+
+    def _advance(self, seq: int) -> bool:
+        """The next event's ``seq``: False when already seen; a gap is counted."""
+        if seq <= self.seq:
+            return False
+        if seq != self.seq + 1:
+            self.gaps += 1
+        self.seq = seq
+        self.events += 1
+        return True
 
     def _events(self, raw: str, now: float) -> None:
         """An ``events`` frame, scanned rather than decoded: the seq and kind of every event
@@ -337,13 +342,7 @@ class Client:
             self.seq, self.events = last, self.events + len(heads)  # contiguous, in order
         else:
             for head in heads:
-                seq = int(head[1])
-                if seq <= self.seq:
-                    continue
-                if seq != self.seq + 1:
-                    self.gaps += 1
-                self.seq = seq
-                self.events += 1
+                self._advance(int(head[1]))
         times = BEAT_AT.findall(raw)
         if times:
             newest = max(times)

@@ -899,6 +899,7 @@ class Hub:
         overdue = sorted(d for d in self._due if d <= slot)
         budget_end = time.perf_counter() + self.tick_budget_s
         judged = 0  # the budget is looked at every 64 runs
+        self.liveness_backlog = 0
         for k, due in enumerate(overdue):
             bucket = list(self._due.pop(due))
             for n, run_id in enumerate(bucket):
@@ -917,11 +918,8 @@ class Hub:
                         self._refresh(run_id, now)
                 else:
                     self._schedule(run, not_before=slot + 1)
-            else:
-                continue
-            break
-        else:
-            self.liveness_backlog = 0
+            if self.liveness_backlog:
+                break
         for run_id in [r for r in self._terminal if r in self.runs
                        and now - self.runs[r].updated_at > FINISHED_RUN_TTL]:
             self._forget_run(run_id)

@@ -20,18 +20,25 @@ from console.gateway.settings import GatewaySettings
 from console.model import Interrupt, Role, Run
 
 
-@pytest.fixture
-async def small_lag_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                            ) -> AsyncIterator[tuple[Gateway, str, str]]:
+async def _viewer_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **settings: Any
+                          ) -> AsyncIterator[tuple[Gateway, str, str]]:
+    """A gateway with ``settings`` and a viewer token: (gateway, url, token)."""
     monkeypatch.setenv("IRQ_HOME", str(tmp_path))
     token = create_token(Role.VIEWER, "viewer-test", tmp_path)
-    gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=0.02,
-                                 max_client_lag=200))
+    gw = Gateway(GatewaySettings(port=0, home=tmp_path, **settings))
     await gw.start()
     try:
         yield gw, f"ws://127.0.0.1:{gw.port}", token
     finally:
         await gw.stop()
+
+
+@pytest.fixture
+async def small_lag_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                            ) -> AsyncIterator[tuple[Gateway, str, str]]:
+    async for running in _viewer_gateway(tmp_path, monkeypatch, flush_interval_s=0.02,
+                                         max_client_lag=200):
+        yield running
 
 
 async def _hello(url: str, token: str, **hello: Any) -> Any:
@@ -190,15 +197,9 @@ async def test_compact_beats_carry_the_heartbeat_and_legacy_clients_get_full_run
 async def slow_beats_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                              ) -> AsyncIterator[tuple[Gateway, str, str]]:
     """Beats flushed to clients only every 60 s; state events within 10 ms."""
-    monkeypatch.setenv("IRQ_HOME", str(tmp_path))
-    token = create_token(Role.VIEWER, "viewer-test", tmp_path)
-    gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=60.0,
-                                 state_flush_s=0.01))
-    await gw.start()
-    try:
-        yield gw, f"ws://127.0.0.1:{gw.port}", token
-    finally:
-        await gw.stop()
+    async for running in _viewer_gateway(tmp_path, monkeypatch, flush_interval_s=60.0,
+                                         state_flush_s=0.01):
+        yield running
 
 
 async def test_a_state_event_is_not_held_behind_the_beats_flush_interval(slow_beats_gateway):
