@@ -138,8 +138,15 @@ async def test_observe_maps_running_run_resources_and_pending_interrupt(
         DecisionKind.EDIT,
         DecisionKind.REJECT,
     ]
-    journal = await backend.journal(wid)
-    assert [(s.name, s.status) for s in journal] == [
+    # The helper publishes the interrupt (DBOS.set_event, its own transaction) and then
+    # starts DBOS.recv, whose timeout row is written by the recv's own transaction: the two
+    # are not written together, so on a slow machine the interrupt can be read in between
+    # (a decision sent then is not lost: DBOS queues it for the recv). Wait for the wait.
+    async def journal_steps():
+        steps = [(s.name, s.status) for s in await backend.journal(wid)]
+        return steps if len(steps) == 2 else None
+
+    assert await waiter(journal_steps) == [
         ("prepare", "completed"),
         ("wait for decision", "in_flight"),
     ]
