@@ -147,6 +147,64 @@ class JournalStep(BaseModel):
         }
 
 
+class InterruptKind(StrEnum):
+    """How a run waits for a person (DESIGN.md §1, "Native waits are interrupts too").
+
+    ``helper``: raised through irq's agent-side helpers; the others are each backend's own
+    idiom, discovered from the backend with no irq code in the agent."""
+
+    HELPER = "helper"
+    SIGNAL = "signal"  # Temporal: wait_condition until a signal arrives
+    UPDATE = "update"  # Temporal: wait_condition until an update is accepted
+    AWAKEABLE = "awakeable"  # Restate: an awakeable handed out and awaited
+    PROMISE = "promise"  # Restate workflow: a durable promise resolved by a shared handler
+    MESSAGE = "message"  # DBOS: recv(topic) waiting for send
+    BREAKPOINT = "breakpoint"  # LangGraph: static interrupt_before / interrupt_after
+    MIDDLEWARE = "middleware"  # LangGraph: HumanInTheLoopMiddleware's batched action requests
+
+
+class InterruptHandler(BaseModel):
+    """One native way to answer an interrupt: a Temporal signal or update definition, a
+    Restate workflow's shared handler, a DBOS topic."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    kind: Literal["signal", "update", "shared", "topic"]
+    description: str = ""
+    args_schema: dict[str, Any] | None = None  # JSON Schema the workflow publishes, if any
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "description": self.description,
+            "args_schema": self.args_schema,
+        }
+
+
+class ActionRequest(BaseModel):
+    """One call of a batched interrupt (LangGraph HumanInTheLoopMiddleware): each is decided
+    on its own, and the run resumes once with the decisions in order."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    description: str = ""
+    allowed_decisions: list[DecisionKind] = Field(
+        default_factory=lambda: [DecisionKind.APPROVE, DecisionKind.REJECT]
+    )
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "args": self.args,
+            "description": self.description,
+            "allowed_decisions": [d.value for d in self.allowed_decisions],
+        }
+
+
 class Decision(BaseModel):
     """What an operator decided about an interrupt."""
 
@@ -154,6 +212,12 @@ class Decision(BaseModel):
     args: dict[str, Any] | None = None  # edit: the edited arguments
     feedback: str | None = None  # reject: text that goes back to the agent
     response: Any = None  # respond: the human's answer (text or JSON)
+    # native waits: which handler answers (a Temporal signal/update, a Restate shared
+    # handler); None picks the only one, and several without a choice is refused
+    handler: str | None = None
+    topic: str | None = None  # DBOS recv(topic): the topic to send on (None: DBOS's default)
+    # a batched interrupt (kind middleware): one decision per action request, in order
+    decisions: list[Decision] | None = None
 
     def payload(self) -> dict[str, Any]:
         """The value delivered to the agent (common shape across backends)."""
@@ -231,6 +295,12 @@ class Interrupt(BaseModel):
     status: Literal["pending", "decided", "withdrawn"] = "pending"
     decision: DecisionRecord | None = None
     policy: InterruptPolicy | None = None  # the rule that requires this approval
+    kind: InterruptKind = InterruptKind.HELPER
+    handlers: list[InterruptHandler] = Field(default_factory=list)  # native kinds: who answers
+    deadline_at: datetime | None = None  # a timer on the wait, a policy or config deadline
+    # where the run waits, in the backend's terms: a stack line, a journal entry, a topic, a node
+    wait_site: str = ""
+    actions: list[ActionRequest] = Field(default_factory=list)  # middleware: decided one by one
 
     @staticmethod
     def make_id(run_id: str, native_id: str) -> str:
@@ -252,6 +322,11 @@ class Interrupt(BaseModel):
             "decision": self.decision.contract() if self.decision else None,
             "native_id": self.native_id,
             "policy": self.policy.contract() if self.policy else None,
+            "kind": self.kind.value,
+            "handlers": [h.contract() for h in self.handlers],
+            "deadline_at": self.deadline_at.isoformat() if self.deadline_at else None,
+            "wait_site": self.wait_site,
+            "actions": [a.contract() for a in self.actions],
         }
 
 

@@ -94,6 +94,9 @@ class DecisionBody(_Msg):
     args: dict[str, Any] | None = None
     feedback: str | None = Field(default=None, max_length=20_000)
     response: Any = None
+    handler: str | None = Field(default=None, max_length=256)  # native: signal/update/shared
+    topic: str | None = Field(default=None, max_length=256)  # DBOS recv(topic)
+    decisions: list[DecisionBody] | None = Field(default=None, max_length=64)  # per call
 
 
 class Command(_Msg):
