@@ -13,7 +13,7 @@ from governed_fleet import GovernedFleet, make_fleet, pending_interrupt
 
 from console.client import GatewayClient
 from console.model import Decision, DecisionKind
-from tests.support.dbos_record import read_record, settled_record
+from devtools.dbos_record import read_record, settled_record
 
 POLICY = """
 default = "permit"
