@@ -139,10 +139,19 @@ def decision_problem(
 
 
 def check_decision(interrupt: Interrupt, decision: Decision) -> DecisionProblem | None:
-    """:func:`decision_problem` for the console's own model objects."""
-    return decision_problem(
+    """:func:`decision_problem` for the console's own model objects, and what an operator
+    must give with a reject (feedback for the agent) or a respond (the response). The gateway
+    asks it once per decision, before the intent is journaled."""
+    problem = decision_problem(
         decision.kind.value,
         [d.value for d in interrupt.allowed_decisions],
         args=decision.args,
         schema=interrupt.args_schema,
     )
+    if problem is None and decision.kind is DecisionKind.REJECT:
+        if not (decision.feedback or "").strip():
+            problem = DecisionProblem("feedback", "reject needs feedback text for the agent")
+    if problem is None and decision.kind is DecisionKind.RESPOND:
+        if decision.response in (None, ""):
+            problem = DecisionProblem("response", "respond needs a response")
+    return problem

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 from backend_adapters.base import Backend, BackendError
 from backend_adapters.registry import BackendURLError, open_backend, parse_backend_url
+from console.gateway.approval_store import ApprovalStore
+from console.gateway.approval_view import ApprovalView
 from console.gateway.auth import Principal, TokenStore, bearer_token, tokens_path
 from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
@@ -125,15 +127,18 @@ class Gateway:
         self._gc_runs = 0  # runs indexed at the last full collection
         self.policy = PolicyState(settings.policy_path)
         self.policy.load()  # PolicyError (file, rule, key) before anything else is opened
-        self.hub: Hub = PeerHub(event_log_size=settings.event_log_size)
-        self.hub.max_lag = settings.max_client_lag
+        self.journal = open_journal(settings.journal_target, owner=settings.owner)
+        #: four-eyes approvals: what the hub shows of them, what the executor records
+        self.approvals = ApprovalView(ApprovalStore(self.journal), lambda: self.policy.engine)
+        self.hub: Hub = PeerHub(event_log_size=settings.event_log_size,
+                                max_lag=settings.max_client_lag,
+                                interrupt_overlay=self.approvals.show)
         # encode once for all clients: events frames by (range, filter, beat form), snapshots
         # by filter (SNAPSHOT_REUSE_S)
         self._frames: OrderedDict[tuple[int, int, str, bool], bytes | None] = OrderedDict()
         self._frame_bytes = 0
         self._snapshots: dict[str, tuple[float, int, bytes]] = {}
         self._building: dict[str, asyncio.Future[tuple[int, bytes]]] = {}
-        self.journal = open_journal(settings.journal_target, owner=settings.owner)
         self.obligations = ObligationStore(self.journal)
         self.policy_events = PolicyEvents(self.hub, self.obligations)
         self.hub.snapshot_parts["policy"] = self.policy.summary
@@ -159,13 +164,14 @@ class Gateway:
             self.hub.set_health(BackendHealth(backend=backend.name, context=backend.context,
                                               url=parsed.display, reachable=False,
                                               error="connecting"))
-        self.executor = CommandExecutor(self.hub, self.journal, self.backends,
-                                        release_verify_s=settings.release_verify_s)
         self.refusals = RefusalLedger(self._audit_refusal,
                                       interval_s=settings.refusal_interval_s)
-        self.executor.refusals = self.refusals
-        self.executor.unread = set(self.backends)  # until each backend's first poll succeeds
-        self.executor.policy_engine = lambda: self.policy.engine  # operator governance
+        self.executor = CommandExecutor(self.hub, self.journal, self.backends,
+                                        approvals=self.approvals,
+                                        release_verify_s=settings.release_verify_s,
+                                        refusals=self.refusals,
+                                        # until each backend's first poll succeeds
+                                        unread=set(self.backends))
         # a shared journal: each backend context polled by one gateway (its leaseholder),
         # what each observes sent to the others (context_leases.py, peering.py)
         self.leases = ContextLeases(self.journal, settings.owner, list(self.backends))

@@ -16,7 +16,7 @@ from backend_adapters.dbos.decisions import refuse_invalid_decision
 from backend_adapters.temporal.adapter import check_decision as temporal_check
 from backend_adapters.temporal.agent import Interrupts
 from console.decision_check import DecisionProblem, decision_problem, schema_problem
-from console.gateway.commands import validation_error
+from console.gateway.decision_commands import validation_error
 from console.model import Decision, DecisionKind, Interrupt
 from console.tui.widgets.value_editors import validate_args
 
