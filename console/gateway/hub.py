@@ -49,7 +49,7 @@ class Hub:
         self.interrupt_store = InterruptStore(self.events.publish, shown=interrupt_overlay)
         wheel = LivenessWheel()
         self.run_store = RunStore(self.events, self.beats, self.releases, self.interrupt_store,
-                                  wheel, observed=observed)
+                                  wheel, observed=observed, clock=clock)
         self.liveness = LivenessClock(wheel, self.run_store, budget_s=TICK_BUDGET_S)
         self.backends: dict[str, BackendHealth] = {}
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)

@@ -10,6 +10,7 @@ that changes its cadence or state the next (a copy, without a full merge).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -53,7 +54,7 @@ MERGED_FIELDS = frozenset({*AdapterView._fields, "interrupts"})
 class RunStore:
     def __init__(self, events: EventLog, beats: AgentBeats, releases: ReleaseChecks,
                  interrupts: InterruptStore, wheel: LivenessWheel, *,
-                 observed: dict[str, AdapterView]) -> None:
+                 observed: dict[str, AdapterView], clock: Callable[[], datetime]) -> None:
         self.events = events
         self.beats = beats
         self.releases = releases
@@ -62,7 +63,7 @@ class RunStore:
         #: as the adapter last reported it (shared with ``beats``: which runs are known)
         self.observed = observed
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
-        self.contracts = ContractCache(self.runs, iso=events.iso, clock=beats.clock)
+        self.contracts = ContractCache(self.runs, iso=events.iso, clock=clock)
         self._terminal: set[str] = set()  # runs in a terminal state (for the TTL)
         self._warning_lists: dict[tuple[str, ...], list[str]] = {}  # see warnings
 
