@@ -5,6 +5,8 @@ until the last one needed, which is delivered through the claim."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from backend_adapters.base import Backend
 from console.decision_check import check_decision
 from console.gateway.approval_store import RecordedCommand
@@ -16,6 +18,7 @@ from console.gateway.command_policy import (
     already_approved,
     approved_args,
     command_refusal,
+    edit_refusal,
     interrupt_rule,
     recorded_text,
     role_refusal,
@@ -97,6 +100,8 @@ class Decisions:
         refused = refused or command_refusal(engine, run_invocation(
             decision.kind.value, run, identity=who.identity, role=who.role.value,
             reason=attempt.reason, interrupt=intr))
+        for tool, args in edited_calls(intr, decision):
+            refused = refused or edit_refusal(engine, tool, run, args, role=who.role.value)
         if refused:
             return self.book.refuse(attempt, "forbidden", "forbidden", refused)
         return backend, rule
@@ -209,6 +214,16 @@ class Decisions:
         result.detail = f"{result.detail} ({self.book.redriven(row)})".strip()
         self.book.settle(who, row.reason, result, claimed=True)
         return True
+
+
+def edited_calls(intr: Interrupt, decision: Decision) -> list[tuple[str, dict[str, Any]]]:
+    """Every edited call in a decision, as (tool, arguments): an edit's, or each per-call
+    edit of a batched (middleware) interrupt; each is a new proposal the policy checks."""
+    if decision.decisions:
+        tools = [a.action for a in intr.actions]
+        return [(tools[i] if i < len(tools) else intr.action, d.args or {})
+                for i, d in enumerate(decision.decisions) if d.kind is DecisionKind.EDIT]
+    return [(intr.action, decision.args or {})] if decision.kind is DecisionKind.EDIT else []
 
 
 def validation_error(intr: Interrupt, decision: Decision) -> str | None:
