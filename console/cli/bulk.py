@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -59,26 +59,6 @@ COMMAND_BURST = 50
 RATE_LIMIT_RETRIES = 5
 PLAN_PART = 1000  # targets of one plan query (the gateway's limit per frame)
 
-FilterOption = Annotated[
-    str | None,
-    typer.Option(
-        "--filter",
-        metavar="EXPR",
-        help="Act on every item this filter selects instead of ids (the TUI's / grammar: "
-        "text, state:, backend:, ctx:, has:, name:, resource:, tool:, age>10m). Lists the "
-        "targets and the plan, asks once.",
-        show_default=False,
-    ),
-]
-MaxOption = Annotated[
-    int,
-    typer.Option(
-        "--max",
-        metavar="N",
-        min=1,
-        help="With --filter: refuse to act on more than N items.",
-    ),
-]
 
 
 def refuse_ids_and_filter(ids: list[str], expr: str | None, noun: str) -> None:

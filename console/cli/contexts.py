@@ -15,7 +15,8 @@ from typing import Annotated, Any
 import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
-from console.cli.output import OutputFormat, OutputOption, emit, esc, hint, make_table, print_table
+from console.cli.options import OutputOption
+from console.cli.output import OutputFormat, emit, esc, hint, make_table, print_table
 
 ctx_app = typer.Typer(
     help="Contexts of the config file (gateway URL, token, read-only flag, backends).",

@@ -19,26 +19,25 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.actions import (
+from console.cli.bulk import DEFAULT_MAX, bulk_decide, refuse_ids_and_filter
+from console.cli.completion import complete_pending_interrupt_ids
+from console.cli.confirm import ask_or_stop, refuse_unconfirmable
+from console.cli.exits import ExitCode, fail
+from console.cli.options import (
+    ContextOption,
     DryRunOption,
     KeyOption,
-    ReasonOption,
-    YesOption,
-    ask_or_stop,
-    refuse_unconfirmable,
-)
-from console.cli.bulk import (
-    DEFAULT_MAX,
-    FilterOption,
     MaxOption,
-    bulk_decide,
-    refuse_ids_and_filter,
+    OutputOption,
+    ReasonOption,
+    TargetFilterOption,
+    TokenOption,
+    UrlOption,
+    WaitOption,
+    YesOption,
 )
-from console.cli.completion import complete_pending_interrupt_ids
-from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
-    OutputOption,
     emit,
     esc,
     stderr_console,
@@ -47,15 +46,8 @@ from console.cli.output import (
     suggest,
 )
 from console.cli.results import print_results
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    expand_interrupt_id,
-    with_gateway,
-)
-from console.cli.wait import WaitOption, refuse_bad_wait
+from console.cli.session import connection_of, expand_interrupt_id, with_gateway
+from console.cli.wait import refuse_bad_wait
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -366,7 +358,7 @@ def _finish_waited(
 def approve_command(
     ctx: typer.Context,
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     reason: ReasonOption = "",
@@ -409,7 +401,7 @@ def edit_command(
         ),
     ],
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     merge: Annotated[
@@ -463,7 +455,7 @@ def reject_command(
         ),
     ],
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     reason: ReasonOption = "",
@@ -496,7 +488,7 @@ def reject_command(
 def respond_command(
     ctx: typer.Context,
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     text: Annotated[

@@ -14,15 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from console.cli.exits import ExitCode, fail
-from console.cli.output import OutputFormat, OutputOption, emit, esc, make_table, print_table
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    run_async,
-    with_gateway,
-)
+from console.cli.options import ContextOption, OutputOption, TokenOption, UrlOption
+from console.cli.output import OutputFormat, emit, esc, make_table, print_table
+from console.cli.session import connection_of, run_async, with_gateway
 
 if TYPE_CHECKING:  # pydantic models: imported when a command needs them, not for --help
     from console.notify_config import NotifySettings

@@ -14,18 +14,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.actions import (
+from console.cli.completion import complete_open_obligation_ids, complete_run_ids
+from console.cli.confirm import ask_or_stop, refuse_unconfirmable
+from console.cli.exits import ExitCode, fail
+from console.cli.options import (
+    ContextOption,
     DryRunOption,
     KeyOption,
+    OutputOption,
+    TokenOption,
+    UrlOption,
     YesOption,
-    ask_or_stop,
-    refuse_unconfirmable,
 )
-from console.cli.completion import complete_open_obligation_ids, complete_run_ids
-from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
-    OutputOption,
     emit,
     esc,
     fmt_age,
@@ -38,15 +40,7 @@ from console.cli.output import (
     suggest,
 )
 from console.cli.policy import print_policy_results
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    expand_id,
-    expand_run_id,
-    with_gateway,
-)
+from console.cli.session import connection_of, expand_id, expand_run_id, with_gateway
 
 if TYPE_CHECKING:
     from rich.console import Console

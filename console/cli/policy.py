@@ -14,18 +14,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.actions import (
-    KeyOption,
-    ReasonOption,
-    YesOption,
-    ask_or_stop,
-    refuse_unconfirmable,
-)
 from console.cli.completion import complete_pending_interrupt_ids, complete_run_ids
+from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
+from console.cli.options import (
+    ContextOption,
+    KeyOption,
+    OutputOption,
+    ReasonOption,
+    TokenOption,
+    UrlOption,
+    YesOption,
+)
 from console.cli.output import (
     OutputFormat,
-    OutputOption,
     emit,
     esc,
     fmt_age,
@@ -37,15 +39,7 @@ from console.cli.output import (
     stderr_console,
     suggest,
 )
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    expand_interrupt_id,
-    expand_run_id,
-    with_gateway,
-)
+from console.cli.session import connection_of, expand_interrupt_id, expand_run_id, with_gateway
 
 if TYPE_CHECKING:
     from console.client import GatewayClient

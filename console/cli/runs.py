@@ -12,11 +12,17 @@ import typer
 
 from console.cli.completion import complete_run_ids
 from console.cli.exits import ExitCode, fail, fail_from_error
+from console.cli.options import (
+    ContextOption,
+    ExportOption,
+    ListFilterOption,
+    OutputOption,
+    TokenOption,
+    UrlOption,
+)
 from console.cli.output import (
     ExportFormat,
-    ExportOption,
     OutputFormat,
-    OutputOption,
     dumps,
     emit,
     esc,
@@ -31,14 +37,7 @@ from console.cli.output import (
     styled,
     suggest,
 )
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    expand_run_id,
-    with_gateway,
-)
+from console.cli.session import connection_of, expand_run_id, with_gateway
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -67,16 +66,6 @@ def _parse_states(values: list[str] | None) -> set[str]:
     return wanted
 
 
-#: ``--filter EXPR`` of the listings (irq runs, irq inbox)
-FilterOption = Annotated[
-    str | None,
-    typer.Option(
-        "--filter",
-        metavar="EXPR",
-        help="Only what this filter selects (the TUI's / grammar: text, state:, backend:, "
-        "ctx:, has:, name:, resource:, tool:, age>10m; - negates).",
-    ),
-]
 
 
 def runs_command(
@@ -91,7 +80,7 @@ def runs_command(
         str | None,
         typer.Option("--backend", "-b", help="Only runs of this backend (dbos, or dbos:local)."),
     ] = None,
-    filter_: FilterOption = None,
+    filter_: ListFilterOption = None,
     watch: Annotated[
         bool,
         typer.Option(
@@ -397,7 +386,7 @@ def inbox_command(
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help="Include decided and withdrawn interrupts.")
     ] = False,
-    filter_: FilterOption = None,
+    filter_: ListFilterOption = None,
     watch: Annotated[
         bool,
         typer.Option(

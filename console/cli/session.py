@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
@@ -41,33 +41,6 @@ def global_options(ctx: typer.Context) -> GlobalOptions:
     root = ctx.find_root()
     obj = root.obj if isinstance(root.obj, GlobalOptions) else None
     return obj or GlobalOptions()
-
-
-# The connection options are accepted after the subcommand too (``irq runs --url …``);
-# there they win over the ones given before it. Environment variables apply at the root.
-_PANEL = "Connection"
-UrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--url", help="Gateway URL (also IRQ_URL).", rich_help_panel=_PANEL, show_default=False
-    ),
-]
-TokenOption = Annotated[
-    str | None,
-    typer.Option(
-        "--token", help="Bearer token (also IRQ_TOKEN).", rich_help_panel=_PANEL, show_default=False
-    ),
-]
-ContextOption = Annotated[
-    str | None,
-    typer.Option(
-        "--context",
-        "-c",
-        help="Context from the config file (also IRQ_CONTEXT).",
-        rich_help_panel=_PANEL,
-        show_default=False,
-    ),
-]
 
 
 def connection_of(

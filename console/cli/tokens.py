@@ -25,16 +25,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
-from console.cli.output import (
-    OutputFormat,
-    OutputOption,
-    emit,
-    esc,
-    fmt_time,
-    hint,
-    make_table,
-    print_table,
-)
+from console.cli.options import OutputOption, YesOption
+from console.cli.output import OutputFormat, emit, esc, fmt_time, hint, make_table, print_table
 
 if TYPE_CHECKING:
     from console.gateway.shared_tokens import SharedTokens
@@ -312,7 +304,7 @@ def token_revoke_command(
             autocompletion=_complete_names,
         ),
     ],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     journal: JournalOption = None,
     output: OutputOption = OutputFormat.TEXT,
 ) -> None:

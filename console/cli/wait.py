@@ -19,11 +19,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
-
-import typer
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from console.cli.exits import ExitCode, diagnose, fail, fail_from_error
+from console.cli.options import DEFAULT_WAIT_S
 from console.cli.output import OutputFormat, esc, make_table, print_table, styled
 
 if TYPE_CHECKING:
@@ -32,21 +31,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: ``--wait`` given without a number
-DEFAULT_WAIT_S = 300.0
-
-WaitOption = Annotated[
-    float | None,
-    typer.Option(
-        "--wait",
-        metavar="[SECONDS]",
-        help="Block until the effect is observed (paused with releases confirmed, ended, "
-        "running, decision consumed), at most SECONDS (e.g. --wait 120; --wait alone: "
-        f"{DEFAULT_WAIT_S:g}); a timeout exits 7.",
-        show_default=False,
-        min=0.0,
-    ),
-]
 
 def bare_wait(argv: list[str]) -> list[str]:
     """``argv`` with a bare ``--wait`` (last, or followed by anything but a number) given
