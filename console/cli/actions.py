@@ -134,14 +134,14 @@ def run_action(
 
     if wait_s is not None:  # subscribed: wait for the effect on the same connection
         from console.cli.bulk import finish
-        from console.cli.wait import wait_for_effects, with_live_gateway
+        from console.cli.wait import wait_for_effects
 
         async def act_and_wait(client: GatewayClient) -> tuple[list[CommandResult], Any]:
             results = await act(client)
             applied = [r.target for r in results if r.outcome == "applied"]
             return results, await wait_for_effects(client, action, applied, wait_s)
 
-        results, waited = with_live_gateway(conn, act_and_wait)
+        results, waited = with_gateway(conn, act_and_wait, subscribe=True)
         finish(action, results, waited, output, _next_steps(action, queries, results))
         return
 

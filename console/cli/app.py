@@ -12,7 +12,19 @@ from typing import Annotated
 
 import typer
 
-from console.cli import actions, admin, decisions, launch, obligations, policy, runs
+from console.cli import (
+    actions,
+    admin,
+    audit,
+    decisions,
+    inbox,
+    launch,
+    obligations,
+    policy,
+    runs,
+    show,
+    watch,
+)
 from console.cli.contexts import ctx_app
 from console.cli.drill import drill_command
 from console.cli.help_layout import IrqGroup
@@ -101,10 +113,10 @@ def root(
 
 # read
 app.command("runs", rich_help_panel="Observe")(runs.runs_command)
-app.command("show", rich_help_panel="Observe")(runs.show_command)
-app.command("inbox", rich_help_panel="Observe")(runs.inbox_command)
-app.command("watch", rich_help_panel="Observe")(runs.watch_command)
-app.command("audit", rich_help_panel="Observe")(runs.audit_command)
+app.command("show", rich_help_panel="Observe")(show.show_command)
+app.command("inbox", rich_help_panel="Observe")(inbox.inbox_command)
+app.command("watch", rich_help_panel="Observe")(watch.watch_command)
+app.command("audit", rich_help_panel="Observe")(audit.audit_command)
 # act on runs
 for _action in ("pause", "resume", "cancel", "terminate"):
     app.command(_action, rich_help_panel="Act on runs")(actions.make_action_command(_action))

@@ -41,7 +41,6 @@ from console.cli.wait import (
     code_for_waits,
     print_waits,
     wait_for_effects,
-    with_live_gateway,
 )
 
 if TYPE_CHECKING:
@@ -357,12 +356,12 @@ def run_session(
     """One connection (subscribed when waiting): send, then wait for the effects."""
     from console.cli.session import with_gateway
 
-    connect = with_live_gateway if wait_s is not None else with_gateway
-    return connect(
+    return with_gateway(
         conn,
         lambda c: act_and_wait(
             c, action, targets, reason=reason, key=key, wait_s=wait_s, decisions=decisions
         ),
+        subscribe=wait_s is not None,
     )
 
 
@@ -427,6 +426,16 @@ def bulk_action(
 # ---------------------------------------------------------------------------- decisions
 
 
+def _allows(interrupt: Interrupt, decision: Decision) -> bool:
+    """Whether ``interrupt`` takes ``decision``'s kind: the one rule
+    (``console.decision_check.kind_problem``), shown before asking; the gateway checks it
+    again (the arguments too) when each decision arrives."""
+    from console.decision_check import kind_problem
+
+    allowed = [d.value for d in interrupt.allowed_decisions]
+    return kind_problem(decision.kind.value, allowed) is None
+
+
 def bulk_decide(
     conn: Connection,
     expr: str,
@@ -461,7 +470,7 @@ def bulk_decide(
         return Selected(found, client.view)
 
     sel = with_gateway(conn, select)
-    refused = [i for i in sel.interrupts if decision.kind not in i.allowed_decisions]
+    refused = [i for i in sel.interrupts if not _allows(i, decision)]
     if refused:
         shown = ", ".join(i.id for i in refused[:10]) + (" …" if len(refused) > 10 else "")
         fail(

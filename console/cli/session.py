@@ -76,19 +76,26 @@ def run_async(main: Awaitable[T]) -> T:
     return box[0]
 
 
-def with_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitable[T]], *,
-                 snapshot: bool = True) -> T:
-    """Connect (one-shot: snapshot, no event stream), run ``work``, close.
+def with_gateway(
+    conn: Connection,
+    work: Callable[[GatewayClient], Awaitable[T]],
+    *,
+    snapshot: bool = True,
+    subscribe: bool = False,
+) -> T:
+    """Connect, run ``work`` on the client, close: the one way a command talks to the gateway.
 
-    ``snapshot=False``: no snapshot at all (``client.view`` stays empty), for work that
-    asks the gateway a query.
+    By default one-shot: a snapshot, no event stream. ``subscribe=True``: the view follows
+    the gateway's events after the snapshot (``--wait`` watches for an effect on the same
+    connection that sent the command). ``snapshot=False`` (one-shot only): no snapshot at
+    all (``client.view`` stays empty), for work that asks the gateway a query.
 
     Gateway errors become clear messages and exit codes; never a traceback.
     """
     from console.client import GatewayClient, GatewayError
 
     async def session() -> T:
-        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=False,
+        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=subscribe,
                                snapshot=snapshot)
         await client.connect()
         try:
