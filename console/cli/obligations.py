@@ -17,6 +17,7 @@ import typer
 from console.cli.completion import complete_open_obligation_ids, complete_run_ids
 from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
+from console.cli.help_layout import IrqCommand, IrqGroup
 from console.cli.options import (
     ContextOption,
     DryRunOption,
@@ -162,6 +163,7 @@ def obligations_command(
 # ---------------------------------------------------------------- irq obligation fulfil|waive
 
 obligation_app = typer.Typer(
+    cls=IrqGroup,
     help="Settle one obligation by hand: fulfil it (it was done) or waive it (it need not be), "
     "with a note for the audit trail.",
     no_args_is_help=True,
@@ -320,7 +322,7 @@ def settle(
         raise typer.Exit(int(code))
 
 
-@obligation_app.command("fulfil")
+@obligation_app.command("fulfil", cls=IrqCommand)
 def fulfil_command(
     ctx: typer.Context,
     obligation: ObligationArgument,
@@ -349,7 +351,7 @@ def fulfil_command(
     )
 
 
-@obligation_app.command("waive")
+@obligation_app.command("waive", cls=IrqCommand)
 def waive_command(
     ctx: typer.Context,
     obligation: ObligationArgument,
