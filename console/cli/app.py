@@ -147,10 +147,17 @@ app.add_typer(notify_app, name="notify", rich_help_panel="Run")
 
 def main() -> None:
     """Console-script entry point: never a traceback unless IRQ_DEBUG is set."""
+    from console.cli.completion import completion_request_problem
+    from console.cli.exits import ExitCode
     from console.cli.help_import import lean_help_renderer
     from console.cli.wait import bare_wait
 
     lean_help_renderer()  # help pages and usage errors: typer's renderer, ~40 ms lighter
+    refused = completion_request_problem(os.environ)
+    if refused is not None:
+        print(f"irq: {refused}", file=sys.stderr)
+        print("  hint: `irq --install-completion` sets up the shell's completion", file=sys.stderr)
+        sys.exit(int(ExitCode.USAGE))
     try:
         app(prog_name="irq", args=bare_wait(sys.argv[1:]))
     except SystemExit:
