@@ -113,6 +113,19 @@ def args_problem(args: object, schema: object | None) -> DecisionProblem | None:
     return DecisionProblem(json_path("args", error.absolute_path), error.message)
 
 
+def kind_problem(kind: str, allowed: Sequence[str]) -> DecisionProblem | None:
+    """The first half of :func:`decision_problem`: is ``kind`` among ``allowed``? (The CLI
+    asks this before it shows a decision for confirmation; the arguments are the gateway's
+    to judge when it is sent.)"""
+    names = [str(a) for a in allowed]
+    if str(kind) not in names:
+        return DecisionProblem(
+            "decision",
+            f"{kind} is not allowed here (allowed: {', '.join(names) or 'none'})",
+        )
+    return None
+
+
 def decision_problem(
     kind: str,
     allowed: Sequence[str],
@@ -125,12 +138,9 @@ def decision_problem(
     ``kind`` and ``allowed`` are decision kinds (``DecisionKind`` members or their values).
     Returns None when the decision may be delivered.
     """
-    names = [str(a) for a in allowed]
-    if str(kind) not in names:
-        return DecisionProblem(
-            "decision",
-            f"{kind} is not allowed here (allowed: {', '.join(names) or 'none'})",
-        )
+    refused = kind_problem(kind, allowed)
+    if refused is not None:
+        return refused
     if str(kind) == DecisionKind.EDIT.value:
         if args is None:
             return DecisionProblem("args", "edit needs the edited arguments (a JSON object)")
