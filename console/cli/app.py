@@ -21,6 +21,7 @@ from console.cli import (
     inbox,
     launch,
     obligations,
+    per_call,
     policy,
     runs,
     show,
@@ -132,6 +133,7 @@ _command("approve", "Decide interrupts", decisions.approve_command)
 _command("edit", "Decide interrupts", decisions.edit_command)
 _command("reject", "Decide interrupts", decisions.reject_command)
 _command("respond", "Decide interrupts", decisions.respond_command)
+_command("decide", "Decide interrupts", per_call.decide_calls_command)
 # policy
 app.add_typer(policy.policy_app, name="policy", rich_help_panel="Policy")
 _command("obligations", "Policy", obligations.obligations_command)

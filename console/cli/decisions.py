@@ -33,12 +33,14 @@ from console.cli.exits import ExitCode, fail
 from console.cli.options import (
     ContextOption,
     DryRunOption,
+    HandlerOption,
     KeyOption,
     MaxOption,
     OutputOption,
     ReasonOption,
     TargetFilterOption,
     TokenOption,
+    TopicOption,
     UrlOption,
     WaitOption,
     YesOption,
@@ -238,6 +240,8 @@ def approve_command(
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
+    handler: HandlerOption = None,
+    topic: TopicOption = None,
     reason: ReasonOption = "",
     yes: YesOption = False,
     dry_run: DryRunOption = False,
@@ -253,7 +257,7 @@ def approve_command(
     decide(
         connection_of(ctx, url, token, context),
         interrupt,
-        Decision(kind=DecisionKind.APPROVE),
+        Decision(kind=DecisionKind.APPROVE, handler=handler, topic=topic),
         reason=reason,
         key=key,
         output=output,
@@ -281,6 +285,8 @@ def edit_command(
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
+    handler: HandlerOption = None,
+    topic: TopicOption = None,
     merge: Annotated[
         bool,
         typer.Option(
@@ -307,7 +313,7 @@ def edit_command(
     decide(
         connection_of(ctx, url, token, context),
         interrupt,
-        Decision(kind=DecisionKind.EDIT, args=value),
+        Decision(kind=DecisionKind.EDIT, args=value, handler=handler, topic=topic),
         reason=reason,
         key=key,
         output=output,
@@ -335,6 +341,8 @@ def reject_command(
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
+    handler: HandlerOption = None,
+    topic: TopicOption = None,
     reason: ReasonOption = "",
     yes: YesOption = False,
     dry_run: DryRunOption = False,
@@ -350,7 +358,9 @@ def reject_command(
     decide(
         connection_of(ctx, url, token, context),
         interrupt,
-        Decision(kind=DecisionKind.REJECT, feedback=feedback),
+        Decision(
+            kind=DecisionKind.REJECT, feedback=feedback, handler=handler, topic=topic
+        ),
         reason=reason,
         key=key,
         output=output,
@@ -368,6 +378,8 @@ def respond_command(
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
+    handler: HandlerOption = None,
+    topic: TopicOption = None,
     text: Annotated[
         str | None,
         typer.Option("--text", help="The answer, as text.", show_default=False),
@@ -399,7 +411,9 @@ def respond_command(
     decide(
         connection_of(ctx, url, token, context),
         interrupt,
-        Decision(kind=DecisionKind.RESPOND, response=response),
+        Decision(
+            kind=DecisionKind.RESPOND, response=response, handler=handler, topic=topic
+        ),
         reason=reason,
         key=key,
         output=output,

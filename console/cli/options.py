@@ -141,3 +141,27 @@ MaxOption = Annotated[
         help="With --filter: refuse to act on more than N items.",
     ),
 ]
+
+# ----------------------------------------------------------------------- native waits
+
+_NATIVE_PANEL = "Native waits"
+HandlerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--handler",
+        help="Which handler answers a native wait (a Temporal signal or update, a Restate "
+        "workflow's shared handler); needed when `irq show` lists several.",
+        rich_help_panel=_NATIVE_PANEL,
+        show_default=False,
+    ),
+]
+TopicOption = Annotated[
+    str | None,
+    typer.Option(
+        "--topic",
+        help="The topic a DBOS workflow waits on in recv(topic) (default: DBOS's default "
+        "topic; a pending recv does not record its topic).",
+        rich_help_panel=_NATIVE_PANEL,
+        show_default=False,
+    ),
+]
