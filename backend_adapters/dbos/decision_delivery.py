@@ -12,9 +12,9 @@ from typing import Any
 
 from backend_adapters.base import ActionOutcome, Conflict, NotFound, PauseLedger
 from backend_adapters.dbos.conventions import ACTIVE_STATUSES, EVENT_INTERRUPT, decision_topic
-from backend_adapters.dbos.decisions import refuse_invalid_decision
 from backend_adapters.dbos.mapping import BACKEND, paused_by_irq
 from backend_adapters.dbos.system_database import SystemDatabase
+from backend_adapters.decision_refusal import refuse_decision, refuse_invalid_decision
 from console.model import Decision, Interrupt, Run
 
 
@@ -95,13 +95,7 @@ class DBOSDecisionDelivery:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        refuse_invalid_decision(
-            decision.kind,
-            interrupt.allowed_decisions,
-            args=decision.args,
-            schema=interrupt.args_schema,
-            target=interrupt.id,
-        )
+        refuse_decision(interrupt, decision, target=interrupt.id)
         earlier = self._sent.get(interrupt.native_id)
         if earlier is not None and earlier != idempotency_key:
             raise Conflict(

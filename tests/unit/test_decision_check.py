@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from backend_adapters.base import InvalidInput
-from backend_adapters.dbos.decisions import refuse_invalid_decision
-from backend_adapters.decision_refusal import refuse_decision
+from backend_adapters.decision_refusal import refuse_decision, refuse_invalid_decision
 from backend_adapters.temporal.agent import Interrupts
 from console.decision_check import DecisionProblem, decision_problem, schema_problem
 from console.gateway.commands import validation_error
