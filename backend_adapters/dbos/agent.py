@@ -65,10 +65,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from dbos import DBOS
-from dbos._error import (  # only exported from the private module (dbos.md §2)
-    DBOSWorkflowCancelledError,
-    DBOSWorkflowConflictIDError,
-)
+from dbos import error as dbos_error  # public: DBOS exports its error module as ``dbos.error``
 
 from backend_adapters.agent_resources import (
     AcquiredResource,
@@ -119,7 +116,7 @@ _DECISION_TYPES: dict[str, DecisionType] = {
     "reject": "reject",
     "respond": "respond",
 }
-_INTERRUPTED = (DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError)
+_INTERRUPTED = (dbos_error.DBOSWorkflowCancelledError, dbos_error.DBOSWorkflowConflictIDError)
 
 __all__ = [
     "AgentResource",
@@ -343,7 +340,7 @@ class AgentRun:
             resource.state = "held"  # whatever was kept is still held by this run
         self._finish("cancelled", _cancel_policy)
         self.runtime.client.cancel_workflow(self.workflow_id)
-        raise DBOSWorkflowCancelledError(
+        raise dbos_error.DBOSWorkflowCancelledError(
             f"{self.workflow_id}: cancelled by irq while paused; resources released"
         )
 

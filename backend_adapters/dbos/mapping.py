@@ -82,6 +82,34 @@ def intent_of(attrs: Mapping[str, Any]) -> str | None:
     return action if isinstance(action, str) else None
 
 
+def paused_by_irq(status: Any, ledger_paused: bool) -> bool:
+    """Whether a CANCELLED workflow is paused: the ``irq.intent`` attribute (written by
+    whichever gateway acted last, before it cancelled) decides; without one, the ledger."""
+    if status.status != "CANCELLED":
+        return False
+    intent = intent_of(attributes_of(status))
+    if intent in ("pause", "cancel"):
+        return intent == "pause"
+    return ledger_paused
+
+
+def needs_cleanup(attrs: dict[str, Any]) -> bool:
+    """Whether a paused run still holds resources that a cancel must release."""
+    report = attrs.get(ATTR_REPORT)
+    report = report if isinstance(report, dict) else {}
+    declared = attrs.get(ATTR_RUN)
+    declared = declared if isinstance(declared, dict) else {}
+    if not declared:
+        return False  # not an irq agent: nothing would honour the cleanup intent
+    entries = report.get("resources") or declared.get("resources") or []
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("on_cancel") == "keep":
+            continue
+        if entry.get("state", "held") == "held":
+            return True
+    return False
+
+
 def state_of(native: str, *, paused: bool, intent: str | None) -> RunState:
     if native in ACTIVE_STATUSES:
         return RunState.CANCELLING if intent == "cancel" else RunState.RUNNING

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from backend_adapters.base import InvalidInput
-from backend_adapters.dbos.decisions import refuse_invalid_decision
-from backend_adapters.temporal.adapter import check_decision as temporal_check
+from backend_adapters.decision_refusal import refuse_decision, refuse_invalid_decision
 from backend_adapters.temporal.agent import Interrupts
 from console.decision_check import DecisionProblem, check_decision, decision_problem, schema_problem
 from console.gateway.decision_commands import validation_error
@@ -126,7 +125,9 @@ def _dbos(schema: dict[str, Any], args: Any, allowed: list[str]) -> str | None:
 
 def _temporal(schema: dict[str, Any], args: Any, allowed: list[str]) -> str | None:
     try:
-        temporal_check(interrupt(schema, allowed), Decision(kind=DecisionKind.EDIT, args=args))
+        # what the Temporal adapter's decide() calls (LangGraph's and Restate's too)
+        asked = interrupt(schema, allowed)
+        refuse_decision(asked, Decision(kind=DecisionKind.EDIT, args=args), target=asked.id)
     except InvalidInput as exc:
         return exc.message
     return None

@@ -12,9 +12,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from backend_adapters.base import InvalidInput
+from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.registry import BackendURLError, parse_backend_url
-from backend_adapters.temporal.adapter import check_decision, journal_from_history
 from backend_adapters.temporal.config import TemporalConfig
+from backend_adapters.temporal.history_journal import journal_from_history
 from backend_adapters.temporal.payloads import (
     decode_payload,
     decode_payloads,
@@ -318,11 +319,15 @@ def test_check_decision() -> None:
         args_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
         allowed_decisions=[DecisionKind.APPROVE, DecisionKind.EDIT],
     )
-    check_decision(interrupt, Decision(kind=DecisionKind.EDIT, args={"n": 3}))
+    refuse_decision(interrupt, Decision(kind=DecisionKind.EDIT, args={"n": 3}), target=interrupt.id)
     with pytest.raises(InvalidInput, match="n"):
-        check_decision(interrupt, Decision(kind=DecisionKind.EDIT, args={"n": "x"}))
+        refuse_decision(
+            interrupt, Decision(kind=DecisionKind.EDIT, args={"n": "x"}), target=interrupt.id
+        )
     with pytest.raises(InvalidInput, match="not allowed"):
-        check_decision(interrupt, Decision(kind=DecisionKind.RESPOND, response="x"))
+        refuse_decision(
+            interrupt, Decision(kind=DecisionKind.RESPOND, response="x"), target=interrupt.id
+        )
 
 
 # ------------------------------------------------------------------------------ budget

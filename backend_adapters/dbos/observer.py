@@ -1,0 +1,223 @@
+"""Observing a DBOS system database: one poll (``observe``), one run, one run's journal.
+
+DBOS cannot list "changed since": each poll reads the active set, what finished since the
+watermark, and the cancelled runs whose agent may still report; finished runs are reported
+once per change (the gateway keeps what it was told), paused ones every poll.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from dbos import WorkflowStatus
+
+from backend_adapters.base import Observation, PauseLedger
+from backend_adapters.dbos.conventions import (
+    ACTIVE_STATUSES,
+    ATTR_RUN,
+    ATTR_STEP,
+    ATTR_WAITING,
+    EVENT_INTERRUPT,
+)
+from backend_adapters.dbos.mapping import (
+    BACKEND,
+    attributes_of,
+    interrupt_from_payload,
+    journal_from_steps,
+    paused_by_irq,
+    run_from_status,
+)
+from backend_adapters.dbos.system_database import LIST, SystemDatabase
+from console.model import Interrupt, JournalStep, Run
+
+#: a cancelled run's agent may report its release this long after the cancel
+_SETTLE_S = 600.0
+
+
+@dataclass
+class _Listing:
+    """One poll's workflow lists, gathered off the event loop."""
+
+    active: list[WorkflowStatus] = field(default_factory=list)
+    finished: list[WorkflowStatus] = field(default_factory=list)
+    refreshed: list[WorkflowStatus] = field(default_factory=list)
+    cancelled: list[WorkflowStatus] = field(default_factory=list)
+
+
+class DBOSObserver:
+    """Polls one system database and builds irq runs and interrupts from it."""
+
+    def __init__(
+        self,
+        database: SystemDatabase,
+        ledger: PauseLedger,
+        *,
+        context: str,
+        lookback_s: float,
+        finished_limit: int,
+        rescan_s: float,
+    ) -> None:
+        self._database = database
+        self._ledger = ledger
+        self._context = context
+        self._lookback_s = lookback_s
+        self._finished_limit = finished_limit
+        self._rescan_s = rescan_s
+        # finished workflows seen recently (and paused ones, however old), by workflow id
+        self._finished: dict[str, WorkflowStatus] = {}
+        self._watermark_ms: int | None = None  # newest completed_at seen
+        self._last_rescan = 0.0
+        self._reported: dict[str, tuple[str, int | None, str]] = {}  # finished runs told
+
+    def run_id(self, native_id: str) -> str:
+        return Run.make_id(BACKEND, self._context, native_id)
+
+    def _list_sync(self, since_ms: int, rescan: bool, refresh: list[str]) -> _Listing:
+        """(1) the active set; (2) everything finished since the watermark (minus 2 s: DBOS
+        stores 1-second timestamps on SQLite); (3) the cached CANCELLED runs whose agent may
+        still report (its final report can come minutes after the cancel, and DBOS cannot
+        list "changed since"); (4) now and then recent CANCELLED runs, so paused runs older
+        than the lookback window stay visible (DBOS cannot filter by attributes on SQLite)."""
+        client = self._database.connected()
+        listing = _Listing(
+            active=client.list_workflows(status=list(ACTIVE_STATUSES), sort_desc=True, **LIST)
+        )
+        since = datetime.fromtimestamp(since_ms / 1000 - 2.0, UTC).isoformat()
+        listing.finished = client.list_workflows(
+            completed_after=since, limit=self._finished_limit, sort_desc=True, **LIST
+        )
+        if refresh:
+            listing.refreshed = client.list_workflows(workflow_ids=refresh, **LIST)
+        if rescan:
+            listing.cancelled = client.list_workflows(
+                status="CANCELLED", limit=self._finished_limit, sort_desc=True, **LIST
+            )
+        return listing
+
+    def _events_sync(self, workflow_ids: list[str]) -> dict[str, Any]:
+        client = self._database.connected()
+        return {
+            wid: client.get_event(wid, EVENT_INTERRUPT, timeout_seconds=0) for wid in workflow_ids
+        }
+
+    def _may_have_interrupt(self, status: WorkflowStatus) -> bool:
+        """Active and paused runs, skipping those whose agent says it waits on nothing (the
+        ``irq.waiting`` hint); runs that do not use irq's helpers are always read."""
+        if status.status not in ACTIVE_STATUSES and not self._is_paused(status):
+            return False
+        attrs = attributes_of(status)
+        return not (ATTR_RUN in attrs and ATTR_WAITING in attrs and not attrs.get(ATTR_WAITING))
+
+    def _remember(self, listing: _Listing) -> None:
+        for status in [*listing.cancelled, *listing.refreshed, *listing.finished]:
+            if status.status not in ACTIVE_STATUSES:
+                self._finished[status.workflow_id] = status
+        for status in listing.finished:
+            completed = status.completed_at or 0
+            if completed > (self._watermark_ms or 0):
+                self._watermark_ms = completed
+        for status in listing.active:
+            self._finished.pop(status.workflow_id, None)
+        horizon = (time.time() - self._lookback_s) * 1000
+        for wid, status in list(self._finished.items()):
+            if (status.completed_at or 0) < horizon and not self._is_paused(status):
+                self._finished.pop(wid)
+                self._reported.pop(wid, None)
+
+    def _settling(self) -> list[str]:
+        """Cached CANCELLED runs to re-read: paused ones, and those cancelled recently."""
+        recent = (time.time() - _SETTLE_S) * 1000
+        return [
+            wid
+            for wid, status in self._finished.items()
+            if status.status == "CANCELLED"
+            and ((status.completed_at or 0) >= recent or self._is_paused(status))
+        ]
+
+    def _changed(self, status: WorkflowStatus) -> bool:
+        """Whether a finished run differs from what the last observation reported (finished
+        runs are reported once per change; the gateway keeps what it was told)."""
+        key = (
+            str(status.status),
+            status.updated_at,
+            json.dumps(attributes_of(status), sort_keys=True, default=str),
+        )
+        if self._reported.get(status.workflow_id) == key:
+            return False
+        self._reported[status.workflow_id] = key
+        return True
+
+    def _is_paused(self, status: WorkflowStatus) -> bool:
+        """CANCELLED by an irq pause (see :func:`paused_by_irq`)."""
+        if status.status != "CANCELLED":
+            return False
+        return paused_by_irq(status, self._ledger.is_paused(self.run_id(status.workflow_id)))
+
+    def _to_run(self, status: WorkflowStatus, event: Any) -> tuple[Run, Interrupt | None]:
+        run_id = self.run_id(status.workflow_id)
+        interrupt = interrupt_from_payload(event, run_id=run_id)
+        run = run_from_status(
+            status, context=self._context, paused=self._is_paused(status), interrupt=interrupt
+        )
+        if event is not None and interrupt is None:
+            run.warnings.append(f"malformed {EVENT_INTERRUPT} event: {str(event)[:200]}")
+        return run, interrupt
+
+    async def observe(self) -> Observation:
+        """Active runs and paused runs every poll; other finished runs when they change."""
+        now = time.time()
+        since_ms = self._watermark_ms or int((now - self._lookback_s) * 1000)
+        rescan = now - self._last_rescan >= self._rescan_s
+        listing = await self._database.call(self._list_sync, since_ms, rescan, self._settling())
+        if rescan:
+            self._last_rescan = now
+        self._remember(listing)
+        for status in listing.active:
+            self._reported.pop(status.workflow_id, None)
+        statuses = [
+            *listing.active,
+            *(s for s in self._finished.values() if self._is_paused(s) or self._changed(s)),
+        ]
+        wanted = [s.workflow_id for s in statuses if self._may_have_interrupt(s)]
+        events = await self._database.call(self._events_sync, wanted) if wanted else {}
+        observation = Observation()
+        for status in statuses:
+            run, interrupt = self._to_run(status, events.get(status.workflow_id))
+            observation.runs.append(run)
+            if interrupt is not None:
+                observation.interrupts.append(interrupt)
+        return observation
+
+    def _run_sync(self, native_id: str) -> tuple[WorkflowStatus, Any]:
+        status = self._database.status(native_id)
+        event = None
+        if status.status in ACTIVE_STATUSES or status.status == "CANCELLED":
+            event = self._database.connected().get_event(
+                native_id, EVENT_INTERRUPT, timeout_seconds=0
+            )
+        return status, event
+
+    async def get_run(self, native_id: str) -> Run:
+        status, event = await self._database.call(self._run_sync, native_id)
+        if status.status == "CANCELLED" and not self._is_paused(status):
+            event = None  # a cancelled run's leftover interrupt can no longer be decided
+        return self._to_run(status, event)[0]
+
+    def _journal_sync(self, native_id: str, ledger_paused: bool) -> list[JournalStep]:
+        status = self._database.status(native_id)
+        steps = self._database.connected().list_workflow_steps(native_id)
+        marker = attributes_of(status).get(ATTR_STEP)
+        return journal_from_steps(
+            steps,
+            native=str(status.status),
+            marker=marker if isinstance(marker, dict) else None,
+            paused=paused_by_irq(status, ledger_paused),
+        )
+
+    async def journal(self, native_id: str) -> list[JournalStep]:
+        ledger_paused = self._ledger.is_paused(self.run_id(native_id))
+        return await self._database.call(self._journal_sync, native_id, ledger_paused)

@@ -1,0 +1,152 @@
+"""Observing a LangGraph Agent Server: one poll (``observe``), one thread, its journal."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from backend_adapters.base import Observation, PauseLedger
+from backend_adapters.langgraph.conventions import BACKEND
+from backend_adapters.langgraph.http_api import AgentServerHttp
+from backend_adapters.langgraph.state_mapping import (
+    decisions_from_runs,
+    interrupts_of,
+    journal_from_history,
+    metadata_of,
+    pending_interrupts,
+    run_from_thread,
+)
+from backend_adapters.langgraph.thread_reads import ThreadReads
+from console.model import Interrupt, JournalStep, Run
+
+
+class LangGraphObserver:
+    """Polls one Agent Server's threads and builds irq runs and interrupts from them."""
+
+    def __init__(
+        self,
+        http: AgentServerHttp,
+        threads: ThreadReads,
+        ledger: PauseLedger,
+        *,
+        context: str,
+        page_size: int,
+        finished_limit: int,
+        checkpointer: str | None,
+    ) -> None:
+        self._http = http
+        self._threads = threads
+        self._ledger = ledger
+        self._context = context
+        self._page_size = page_size
+        self._finished_limit = finished_limit
+        self._checkpointer = checkpointer
+        self._checkpointer_known = checkpointer is not None
+        # per thread: (updated_at, the thread read in full / its latest run), so threads
+        # that need a second read (a stopped or failed thread) are read once per change
+        self._full: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]] = {}
+
+    def run_id(self, native_id: str) -> str:
+        return Run.make_id(BACKEND, self._context, native_id)
+
+    async def detect_checkpointer(self) -> None:
+        """The in-memory runtime (``langgraph dev``) reports no database pools in its JSON
+        metrics; a deployment on PostgreSQL does. ``checkpointer=`` in the URL overrides."""
+        if self._checkpointer_known:
+            return
+        metrics = await self._http.metrics()
+        self._checkpointer = (
+            "postgres" if ("postgres" in metrics or "redis" in metrics) else ("memory")
+        )
+        self._checkpointer_known = True
+
+    async def _search_all(self, status: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        offset = 0
+        while True:
+            page = await self._http.search_threads(
+                status=status, limit=self._page_size, offset=offset
+            )
+            out.extend(page)
+            if len(page) < self._page_size:
+                return out
+            offset += len(page)
+
+    async def _full_thread(
+        self, thread: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The thread with its ``error`` (search cannot select it), and for a failed thread
+        its latest run (a poisoned resume carries irq's metadata); cached per update."""
+        tid = str(thread["thread_id"])
+        stamp = str(thread.get("updated_at") or "")
+        cached = self._full.get(tid)
+        if cached is not None and cached[0] == stamp:
+            return cached[1], cached[2]
+        full = await self._http.thread(tid)
+        last_run = None
+        if full.get("status") == "error":
+            runs = await self._http.runs(tid, limit=1)
+            last_run = runs[0] if runs else None
+        self._full[tid] = (stamp, full, last_run)
+        if len(self._full) > 10_000:
+            self._full.pop(next(iter(self._full)))
+        return full, last_run
+
+    async def _to_run(
+        self, thread: dict[str, Any], *, full: bool = False
+    ) -> tuple[Run, list[Interrupt]]:
+        tid = str(thread["thread_id"])
+        run_id = self.run_id(tid)
+        last_run = None
+        needs_more = thread.get("status") == "error" or (
+            thread.get("status") == "interrupted" and not pending_interrupts(thread)
+        )
+        if needs_more and not full:
+            thread, last_run = await self._full_thread(thread)
+        elif thread.get("status") == "error":
+            runs = await self._http.runs(tid, limit=1)
+            last_run = runs[0] if runs else None
+        interrupts = interrupts_of(thread, run_id=run_id)
+        run = run_from_thread(
+            thread,
+            context=self._context,
+            ledger_paused=self._ledger.is_paused(run_id),
+            checkpointer=self._checkpointer,
+            interrupts=interrupts,
+            last_run=last_run,
+        )
+        return run, interrupts
+
+    async def observe(self) -> Observation:
+        """Every interrupted and busy thread (all pages), plus the latest idle and failed
+        threads (``finished_limit`` each). Threads never run (no graph) are skipped."""
+        if not self._checkpointer_known:
+            await self.detect_checkpointer()
+        interrupted, busy, idle, failed = await asyncio.gather(
+            self._search_all("interrupted"),
+            self._search_all("busy"),
+            self._http.search_threads(status="idle", limit=self._finished_limit),
+            self._http.search_threads(status="error", limit=self._finished_limit),
+        )
+        observation = Observation()
+        seen: set[str] = set()
+        for thread in [*interrupted, *busy, *failed, *idle]:
+            tid = str(thread.get("thread_id") or "")
+            if not tid or tid in seen or not metadata_of(thread).get("graph_id"):
+                continue
+            seen.add(tid)
+            run, interrupts = await self._to_run(thread)
+            observation.runs.append(run)
+            observation.interrupts.extend(interrupts)
+        return observation
+
+    async def get_run(self, native_id: str) -> Run:
+        thread = await self._threads.thread(native_id)
+        return (await self._to_run(thread, full=True))[0]
+
+    async def journal(self, native_id: str) -> list[JournalStep]:
+        thread = await self._threads.thread(native_id)
+        history, runs = await asyncio.gather(
+            self._http.history(native_id, limit=200), self._http.runs(native_id, limit=100)
+        )
+        return journal_from_history(history, thread=thread, decided=decisions_from_runs(runs))

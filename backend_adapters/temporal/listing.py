@@ -1,0 +1,119 @@
+"""The running / recently closed listing of a namespace, kept up to date within the budget."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from backend_adapters.temporal.config import TemporalConfig
+from backend_adapters.temporal.interrupt_discovery import InterruptDiscovery
+from backend_adapters.temporal.observed_workflows import ObservedWorkflows, workflow_id
+from backend_adapters.temporal.payloads import parse_time
+from backend_adapters.temporal.visibility import RUNNING_QUERY, Visibility
+
+#: visibility is updated asynchronously: incremental queries look back this far
+LIST_SLACK_S = 10.0
+#: the most of the request budget the incremental listing may spend: at a fast poll it runs
+#: less often than every poll, so describes (the only source of heartbeat facts) always get
+#: the rest
+LISTING_SHARE = 0.5
+_CLOSED_QUERY = "ExecutionStatus != 'Running' AND CloseTime > '{}'"
+
+
+class WorkflowListing:
+    """Full lists every ``relist_s``, cheap incremental queries in between."""
+
+    def __init__(
+        self,
+        config: TemporalConfig,
+        visibility: Visibility,
+        discovery: InterruptDiscovery,
+        observed: ObservedWorkflows,
+    ) -> None:
+        self._config = config
+        self._visibility = visibility
+        self._discovery = discovery
+        self._observed = observed
+        self._full_listed_mono: float | None = None
+        self._listed_mono: float | None = None  # the last listing, full or incremental
+        self.truncated = False  # the last full list stopped at max_runs
+
+    async def refresh(self, now: datetime) -> list[str]:
+        """Bring the running / recently closed listing up to date.
+
+        Every ``relist_s`` a full list of running workflows (heavy on the server for large
+        fleets: ~1 s for 1,000 runs on the dev server); in between three cheap queries: runs
+        started since the last listing, runs closed since, and runs with pending interrupts
+        (irq's search attribute). Returns workflow ids that left the full running list
+        without showing up as closed (deleted, or closed before the window).
+        """
+        mono = time.monotonic()
+        window_start = now - timedelta(seconds=self._config.closed_window_s)
+        missing: list[str] = []
+        full = self._full_listed_mono is None or (
+            mono - self._full_listed_mono >= self._config.relist_s
+        )
+        if (
+            not full
+            and self._listed_mono is not None
+            and (mono - self._listed_mono < self.interval_s())
+        ):
+            return missing  # listed recently enough for the budget: describes go first
+        self._listed_mono = mono
+        if full:
+            missing = await self._full(now, window_start)
+            self._full_listed_mono = mono
+        else:
+            await self._incremental(now)
+        observed = self._observed
+        for wid, info in list(observed.closed.items()):
+            closed_at = parse_time(info.get("closeTime"))
+            if closed_at is not None and closed_at < window_start:
+                del observed.closed[wid]
+        observed.listed_at = now
+        return missing
+
+    async def _full(self, now: datetime, window_start: datetime) -> list[str]:
+        """The full list of running workflows and the closed window; the ids that left."""
+        config, visibility, observed = self._config, self._visibility, self._observed
+        running = await visibility.list(visibility.query(RUNNING_QUERY), limit=config.max_runs)
+        self.truncated = visibility.last_truncated
+        closed: list[dict[str, Any]] = []
+        if config.closed_window_s > 0:
+            closed = await visibility.list(
+                visibility.query(_CLOSED_QUERY.format(window_start.isoformat())), limit=500
+            )
+        previously = set(observed.listed)
+        observed.listed = {workflow_id(e): e for e in running}
+        observed.closed = {
+            workflow_id(e): e for e in closed if workflow_id(e) not in observed.listed
+        }
+        observed.list_times = {wid: now for wid in (*observed.listed, *observed.closed)}
+        return [w for w in previously - set(observed.listed) if w not in observed.closed]
+
+    async def _incremental(self, now: datetime) -> None:
+        """Runs started and closed since the last listing, and the waiting ones."""
+        config, visibility, observed = self._config, self._visibility, self._observed
+        since = (observed.listed_at - timedelta(seconds=LIST_SLACK_S)).isoformat()
+        started = await visibility.list(
+            visibility.query(f"{RUNNING_QUERY} AND StartTime > '{since}'"),
+            limit=config.max_runs,
+        )
+        closed = await visibility.list(
+            visibility.query(_CLOSED_QUERY.format(since)), limit=config.max_runs
+        )
+        for info in started:
+            observed.listed[workflow_id(info)] = info
+            observed.list_times[workflow_id(info)] = now
+        await self._discovery.refresh_waiting(now)
+        for info in closed:
+            wid = workflow_id(info)
+            observed.listed.pop(wid, None)
+            observed.closed[wid] = info
+            observed.list_times[wid] = now
+
+    def interval_s(self) -> float:
+        """Seconds between incremental listings: their calls stay within LISTING_SHARE."""
+        calls = 3 if self._discovery.search_attribute_ok else 2
+        return calls / (self._config.rps * LISTING_SHARE)
