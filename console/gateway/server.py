@@ -23,7 +23,7 @@ import signal
 import ssl
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backend_adapters.base import Backend
 from backend_adapters.registry import BackendURLError, open_backend, parse_backend_url
@@ -50,6 +50,9 @@ from console.gateway.shared_tokens import SharedTokens
 from console.gateway.webhooks import Webhooks
 from console.gc_policy import GcPolicy
 from console.model import AuditEntry, BackendHealth
+
+if TYPE_CHECKING:
+    from websockets.asyncio.server import Server
 
 log = logging.getLogger("irq.gateway")
 
@@ -100,13 +103,14 @@ class Gateway:
                                               error="connecting"))
         #: until each backend's first poll succeeds (background_loops.py)
         self.first_reads = FirstReads(self.backends)
+        self.refusals = RefusalLedger(self._audit_refusal,
+                                      interval_s=settings.refusal_interval_s)
         self.executor = CommandExecutor(self.hub, self.journal, self.backends,
                                         release_verify_s=settings.release_verify_s,
                                         fault_hook=fault_hook,
                                         # operator governance
                                         policy_engine=lambda: self.policy.engine)
-        self.refusals = RefusalLedger(self._audit_refusal,
-                                      interval_s=settings.refusal_interval_s)
+        # TODO(split-hub): refusals= and unread= in the constructor once it takes them
         self.executor.refusals = self.refusals
         self.executor.unread = self.first_reads.unread
         # a shared journal: each backend context polled by one gateway (its leaseholder),
@@ -141,7 +145,7 @@ class Gateway:
                                      self.refusals, self.webhooks, self.gc_policy,
                                      self.connections.close_revoked)
         self._tasks: list[asyncio.Task[Any]] = []
-        self._server: Any = None
+        self._server: Server | None = None
         self.port = settings.port
 
     def add_backend(self, key: str, backend: Backend, url: str = "") -> None:
