@@ -29,8 +29,8 @@ demo: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/irq demo
 
 test: $(STAMP) $(RESTATE_STAMP)
-	$(BIN)/ruff check console backend_adapters tests benchmarks tools
-	$(BIN)/mypy console backend_adapters
+	$(BIN)/ruff check console backend_adapters devtools tests benchmarks tools
+	$(BIN)/mypy console backend_adapters devtools
 	$(BIN)/python -m pytest -q -x -p no:cacheprovider --durations=25
 
 screenshots: $(STAMP)

@@ -2,7 +2,7 @@
 SIGKILL storm of gateways during decisions and actions against real DBOS and Temporal agents.
 
 Writes ``benchmarks/results/chaos.json`` and prints a table. The scenarios live in
-``tests/chaos/`` (a shorter cut of each runs in ``make test``); nothing is mocked: real
+``devtools/chaos/`` (a shorter cut of each runs in ``make test``); nothing is mocked: real
 ``irq serve`` processes, a real PostgreSQL (pgserver wheel) for the shared journal, a real
 Temporal dev server, real DBOS agents on SQLite.
 
@@ -31,10 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.chaos.freeze import run_freezes, run_postgres_restart  # noqa: E402
-from tests.chaos.fuzz import run_fuzz  # noqa: E402
-from tests.chaos.silent import run_silent  # noqa: E402
-from tests.chaos.storm import run_storm  # noqa: E402
+from devtools.chaos.freeze import run_freezes, run_postgres_restart  # noqa: E402
+from devtools.chaos.fuzz import run_fuzz  # noqa: E402
+from devtools.chaos.silent import run_silent  # noqa: E402
+from devtools.chaos.storm import run_storm  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "chaos.json"
 #: what describes one run of this script rather than a scenario

@@ -40,13 +40,13 @@ sys.path.insert(0, str(ROOT))
 
 from console.client import GatewayClient, GatewayError  # noqa: E402
 from console.model import utcnow  # noqa: E402
-from tests.chaos.fleet import (  # noqa: E402
+from devtools.chaos.fleet import (  # noqa: E402
     DBOSWorkerProcess,
     GatewayProcess,
     idle_plan,
     make_tokens,
 )
-from tests.chaos.storm import postgres_journal  # noqa: E402
+from devtools.chaos.storm import postgres_journal  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "peers.json"
 CONTEXTS = ["dbos:local", "dbos:x1", "dbos:x2", "dbos:x3"]

@@ -33,7 +33,7 @@ from backend_adapters.registry import open_backend  # noqa: E402
 from backend_adapters.temporal.adapter import TemporalBackend  # noqa: E402
 from backend_adapters.temporal.dev_server import DevServer  # noqa: E402
 from console.model import RunState  # noqa: E402
-from tests.support.temporal_sample_worker import WorkerProcess  # noqa: E402
+from devtools.temporal_sample_worker import WorkerProcess  # noqa: E402
 
 
 async def trial(server: DevServer, workdir: Path, n: int, args: argparse.Namespace) -> list[dict]:

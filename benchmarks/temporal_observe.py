@@ -52,7 +52,7 @@ from backend_adapters.temporal.dev_server import (  # noqa: E402
 )
 from backend_adapters.temporal.payloads import decode_payloads, memo_field  # noqa: E402
 from console.semantics import unified_state  # noqa: E402
-from tests.support.temporal_sample_worker import WorkerProcess  # noqa: E402
+from devtools.temporal_sample_worker import WorkerProcess  # noqa: E402
 
 TASK_QUEUE = "bench"
 

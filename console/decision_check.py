@@ -113,6 +113,19 @@ def args_problem(args: object, schema: object | None) -> DecisionProblem | None:
     return DecisionProblem(json_path("args", error.absolute_path), error.message)
 
 
+def kind_problem(kind: str, allowed: Sequence[str]) -> DecisionProblem | None:
+    """The first half of :func:`decision_problem`: is ``kind`` among ``allowed``? (The CLI
+    asks this before it shows a decision for confirmation; the arguments are the gateway's
+    to judge when it is sent.)"""
+    names = [str(a) for a in allowed]
+    if str(kind) not in names:
+        return DecisionProblem(
+            "decision",
+            f"{kind} is not allowed here (allowed: {', '.join(names) or 'none'})",
+        )
+    return None
+
+
 def decision_problem(
     kind: str,
     allowed: Sequence[str],
@@ -125,12 +138,9 @@ def decision_problem(
     ``kind`` and ``allowed`` are decision kinds (``DecisionKind`` members or their values).
     Returns None when the decision may be delivered.
     """
-    names = [str(a) for a in allowed]
-    if str(kind) not in names:
-        return DecisionProblem(
-            "decision",
-            f"{kind} is not allowed here (allowed: {', '.join(names) or 'none'})",
-        )
+    refused = kind_problem(kind, allowed)
+    if refused is not None:
+        return refused
     if str(kind) == DecisionKind.EDIT.value:
         if args is None:
             return DecisionProblem("args", "edit needs the edited arguments (a JSON object)")
@@ -139,10 +149,87 @@ def decision_problem(
 
 
 def check_decision(interrupt: Interrupt, decision: Decision) -> DecisionProblem | None:
-    """:func:`decision_problem` for the console's own model objects."""
-    return decision_problem(
-        decision.kind.value,
-        [d.value for d in interrupt.allowed_decisions],
-        args=decision.args,
-        schema=interrupt.args_schema,
-    )
+    """:func:`decision_problem` for the console's own model objects, and what an operator
+    must give with a reject (feedback for the agent) or a respond (the response). The gateway
+    asks it once per decision, before the intent is journaled.
+
+    Native waits add two things: which handler answers (``decision.handler``: one of the
+    interrupt's handlers; required when there are several) with the payload validated against
+    that handler's published schema, and, for a batched interrupt (``interrupt.actions``), one
+    decision per action request, in order, each checked like a decision of its own."""
+    if interrupt.actions:
+        return _calls_problem(interrupt, decision)
+    problem = _single_problem(
+        decision, [d.value for d in interrupt.allowed_decisions], interrupt.args_schema)
+    return problem or handler_problem(interrupt, decision)
+
+
+def _single_problem(decision: Decision, allowed: Sequence[str],
+                    schema: object | None, where: str = "") -> DecisionProblem | None:
+    problem = decision_problem(decision.kind.value, allowed, args=decision.args, schema=schema)
+    if problem is None and decision.kind is DecisionKind.REJECT:
+        if not (decision.feedback or "").strip():
+            problem = DecisionProblem("feedback", "reject needs feedback text for the agent")
+    if problem is None and decision.kind is DecisionKind.RESPOND:
+        if decision.response in (None, ""):
+            problem = DecisionProblem("response", "respond needs a response")
+    if problem is not None and where:
+        return DecisionProblem(f"{where}.{problem.path}", problem.message)
+    return problem
+
+
+def _calls_problem(interrupt: Interrupt, decision: Decision) -> DecisionProblem | None:
+    """A batched interrupt: exactly one decision per action request, each allowed for its
+    call (a single decision is refused: say what becomes of every call)."""
+    calls = decision.decisions
+    n = len(interrupt.actions)
+    if not calls or len(calls) != n:
+        got = len(calls) if calls else "no per-call decisions"
+        return DecisionProblem(
+            "decisions", f"this interrupt asks about {n} calls: give one decision per call, "
+            f"in order (got {got})")
+    for i, (call, request) in enumerate(zip(calls, interrupt.actions, strict=True)):
+        if call.decisions:
+            return DecisionProblem(f"decisions[{i}]", "a per-call decision cannot nest others")
+        problem = _single_problem(
+            call, [d.value for d in request.allowed_decisions], None, f"decisions[{i}]")
+        if problem is not None:
+            return problem
+    return None
+
+
+def handler_problem(interrupt: Interrupt, decision: Decision) -> DecisionProblem | None:
+    """Which of a native wait's handlers answers, and does the payload fit its schema?"""
+    handlers = [h for h in interrupt.handlers if h.kind != "topic"]
+    if decision.handler is None:
+        if len(handlers) > 1:
+            names = ", ".join(h.name for h in handlers)
+            return DecisionProblem(
+                "handler", f"several handlers answer this wait: name one ({names})")
+        chosen = handlers[0] if handlers else None
+    else:
+        chosen = next((h for h in handlers if h.name == decision.handler), None)
+        if chosen is None:
+            names = ", ".join(h.name for h in handlers) or "none"
+            return DecisionProblem(
+                "handler", f"{decision.handler!r} does not answer this wait (handlers: {names})")
+    if chosen is None or chosen.args_schema is None:
+        return None
+    payload = native_payload(decision)
+    checked = schema_validator(chosen.args_schema)
+    if isinstance(checked, DecisionProblem):
+        return DecisionProblem(f"handlers.{chosen.name}.{checked.path}", checked.message)
+    error = exceptions.best_match(checked.iter_errors(payload))
+    if error is None:
+        return None
+    return DecisionProblem(json_path("payload", error.absolute_path), error.message)
+
+
+def native_payload(decision: Decision) -> Any:
+    """What a native handler receives: a respond's response as it is (the operator wrote
+    the handler's argument), an edit's arguments, else the common decision payload."""
+    if decision.kind is DecisionKind.RESPOND:
+        return decision.response
+    if decision.kind is DecisionKind.EDIT:
+        return decision.args or {}
+    return decision.payload()

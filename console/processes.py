@@ -4,7 +4,7 @@ pid; :func:`stop_together` stops several at once), waiting for one to be ready
 (:func:`wait_until`), stopping a bare ``Popen`` by its pid, and whether a pid is still alive.
 
 Used by the demo launcher (``console/demo/``), the live fleet of the TUI tests and screenshots
-(``tests/support/live_fleet.py``), the Temporal dev server wrapper and the test fixtures. A
+(``devtools/live_fleet.py``), the Temporal dev server wrapper and the test fixtures. A
 child is always stopped by its own pid (its own process group), never by name.
 """
 

@@ -1,4 +1,5 @@
-"""Pure functions over the domain model: liveness, action plans, recoverability warnings.
+"""Pure functions over the domain model: liveness, action plans, recoverability warnings,
+whether an interrupt still takes a decision.
 
 No I/O, no clocks except the ``now`` passed in. Everything the operator is told before an
 action ("what is kept, what is released, what may leak") is computed here.
@@ -17,6 +18,7 @@ from console.model import (
     TERMINAL_STATES,
     Action,
     ActionPlan,
+    Interrupt,
     PlannedResource,
     Run,
     RunState,
@@ -96,6 +98,14 @@ def action_conflict(action: Action, run: Run) -> str | None:
     return f"{run.id} is {run.state.value}: {action.value} applies only to " + ", ".join(
         sorted(s.value for s in allowed)
     )
+
+
+def decision_conflict(interrupt: Interrupt) -> str | None:
+    """Why no decision can be delivered to ``interrupt`` now (it was decided or withdrawn:
+    a second decision is a conflict), or None while it is pending."""
+    if interrupt.status == "pending":
+        return None
+    return f"{interrupt.id} is {interrupt.status}, not pending"
 
 
 def _past(action: Action) -> str:

@@ -30,7 +30,7 @@ from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.inbox import InboxScreen
 from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
-from tests.support.live_fleet import LiveFleet
+from devtools.live_fleet import LiveFleet
 
 SIZES = ((80, 24), (160, 48))
 

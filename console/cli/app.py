@@ -8,14 +8,27 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
-from console.cli import actions, admin, decisions, launch, obligations, policy, runs
+from console.cli import (
+    actions,
+    admin,
+    audit,
+    decisions,
+    inbox,
+    launch,
+    obligations,
+    policy,
+    runs,
+    show,
+    watch,
+)
 from console.cli.contexts import ctx_app
 from console.cli.drill import drill_command
-from console.cli.help_layout import IrqGroup
+from console.cli.help_layout import IrqCommand, IrqGroup
 from console.cli.notify import notify_app
 from console.cli.session import GlobalOptions
 from console.cli.tokens import token_app
@@ -99,29 +112,34 @@ def root(
         raise typer.Exit()
 
 
+def _command(name: str, panel: str, function: Callable[..., None]) -> None:
+    """Register a subcommand with the plain help layout (``cls=``: console/cli/help_layout.py)."""
+    app.command(name, rich_help_panel=panel, cls=IrqCommand)(function)
+
+
 # read
-app.command("runs", rich_help_panel="Observe")(runs.runs_command)
-app.command("show", rich_help_panel="Observe")(runs.show_command)
-app.command("inbox", rich_help_panel="Observe")(runs.inbox_command)
-app.command("watch", rich_help_panel="Observe")(runs.watch_command)
-app.command("audit", rich_help_panel="Observe")(runs.audit_command)
+_command("runs", "Observe", runs.runs_command)
+_command("show", "Observe", show.show_command)
+_command("inbox", "Observe", inbox.inbox_command)
+_command("watch", "Observe", watch.watch_command)
+_command("audit", "Observe", audit.audit_command)
 # act on runs
 for _action in ("pause", "resume", "cancel", "terminate"):
-    app.command(_action, rich_help_panel="Act on runs")(actions.make_action_command(_action))
-app.command("drill", rich_help_panel="Act on runs")(drill_command)
+    _command(_action, "Act on runs", actions.make_action_command(_action))
+_command("drill", "Act on runs", drill_command)
 # decide interrupts
-app.command("approve", rich_help_panel="Decide interrupts")(decisions.approve_command)
-app.command("edit", rich_help_panel="Decide interrupts")(decisions.edit_command)
-app.command("reject", rich_help_panel="Decide interrupts")(decisions.reject_command)
-app.command("respond", rich_help_panel="Decide interrupts")(decisions.respond_command)
+_command("approve", "Decide interrupts", decisions.approve_command)
+_command("edit", "Decide interrupts", decisions.edit_command)
+_command("reject", "Decide interrupts", decisions.reject_command)
+_command("respond", "Decide interrupts", decisions.respond_command)
 # policy
 app.add_typer(policy.policy_app, name="policy", rich_help_panel="Policy")
-app.command("obligations", rich_help_panel="Policy")(obligations.obligations_command)
+_command("obligations", "Policy", obligations.obligations_command)
 app.add_typer(obligations.obligation_app, name="obligation", rich_help_panel="Policy")
 # run
-app.command("tui", rich_help_panel="Run")(launch.tui_command)
-app.command("demo", rich_help_panel="Run")(launch.demo_command)
-app.command("serve", rich_help_panel="Run")(admin.serve_command)
+_command("tui", "Run", launch.tui_command)
+_command("demo", "Run", launch.demo_command)
+_command("serve", "Run", admin.serve_command)
 app.add_typer(token_app, name="token", rich_help_panel="Run")
 app.add_typer(ctx_app, name="ctx", rich_help_panel="Run")
 app.add_typer(notify_app, name="notify", rich_help_panel="Run")
@@ -129,10 +147,17 @@ app.add_typer(notify_app, name="notify", rich_help_panel="Run")
 
 def main() -> None:
     """Console-script entry point: never a traceback unless IRQ_DEBUG is set."""
+    from console.cli.completion import completion_request_problem
+    from console.cli.exits import ExitCode
     from console.cli.help_import import lean_help_renderer
     from console.cli.wait import bare_wait
 
     lean_help_renderer()  # help pages and usage errors: typer's renderer, ~40 ms lighter
+    refused = completion_request_problem(os.environ)
+    if refused is not None:
+        print(f"irq: {refused}", file=sys.stderr)
+        print("  hint: `irq --install-completion` sets up the shell's completion", file=sys.stderr)
+        sys.exit(int(ExitCode.USAGE))
     try:
         app(prog_name="irq", args=bare_wait(sys.argv[1:]))
     except SystemExit:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -41,7 +41,6 @@ from console.cli.wait import (
     code_for_waits,
     print_waits,
     wait_for_effects,
-    with_live_gateway,
 )
 
 if TYPE_CHECKING:
@@ -59,26 +58,6 @@ COMMAND_BURST = 50
 RATE_LIMIT_RETRIES = 5
 PLAN_PART = 1000  # targets of one plan query (the gateway's limit per frame)
 
-FilterOption = Annotated[
-    str | None,
-    typer.Option(
-        "--filter",
-        metavar="EXPR",
-        help="Act on every item this filter selects instead of ids (the TUI's / grammar: "
-        "text, state:, backend:, ctx:, has:, name:, resource:, tool:, age>10m). Lists the "
-        "targets and the plan, asks once.",
-        show_default=False,
-    ),
-]
-MaxOption = Annotated[
-    int,
-    typer.Option(
-        "--max",
-        metavar="N",
-        min=1,
-        help="With --filter: refuse to act on more than N items.",
-    ),
-]
 
 
 def refuse_ids_and_filter(ids: list[str], expr: str | None, noun: str) -> None:
@@ -377,12 +356,12 @@ def run_session(
     """One connection (subscribed when waiting): send, then wait for the effects."""
     from console.cli.session import with_gateway
 
-    connect = with_live_gateway if wait_s is not None else with_gateway
-    return connect(
+    return with_gateway(
         conn,
         lambda c: act_and_wait(
             c, action, targets, reason=reason, key=key, wait_s=wait_s, decisions=decisions
         ),
+        subscribe=wait_s is not None,
     )
 
 
@@ -447,6 +426,16 @@ def bulk_action(
 # ---------------------------------------------------------------------------- decisions
 
 
+def _allows(interrupt: Interrupt, decision: Decision) -> bool:
+    """Whether ``interrupt`` takes ``decision``'s kind: the one rule
+    (``console.decision_check.kind_problem``), shown before asking; the gateway checks it
+    again (the arguments too) when each decision arrives."""
+    from console.decision_check import kind_problem
+
+    allowed = [d.value for d in interrupt.allowed_decisions]
+    return kind_problem(decision.kind.value, allowed) is None
+
+
 def bulk_decide(
     conn: Connection,
     expr: str,
@@ -481,7 +470,7 @@ def bulk_decide(
         return Selected(found, client.view)
 
     sel = with_gateway(conn, select)
-    refused = [i for i in sel.interrupts if decision.kind not in i.allowed_decisions]
+    refused = [i for i in sel.interrupts if not _allows(i, decision)]
     if refused:
         shown = ", ".join(i.id for i in refused[:10]) + (" …" if len(refused) > 10 else "")
         fail(

@@ -19,7 +19,7 @@ import io
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,3 +236,30 @@ async def open_obligations(client: GatewayClient) -> list[IdChoice]:
         for i, o in zip(ids, items, strict=True)
         if i and o.get("state") in ("open", "overdue")
     ]
+
+
+#: the environment variable that asks ``irq`` for completions (click's ``_{PROG}_COMPLETE``)
+COMPLETE_VAR = "_IRQ_COMPLETE"
+
+
+def completion_request_problem(environ: Mapping[str, str]) -> str | None:
+    """Why a completion request cannot be answered, or None (also when it is none).
+
+    bash's completion function sets ``COMP_WORDS`` and ``COMP_CWORD`` before it runs
+    ``_IRQ_COMPLETE=complete_bash irq``; typer reads them unguarded, so the same call
+    without them (by hand, from a script) ended in a KeyError. The other shells' requests
+    read their variables with defaults and need no check.
+    """
+    if environ.get(COMPLETE_VAR) != "complete_bash":
+        return None
+    missing = [name for name in ("COMP_WORDS", "COMP_CWORD") if name not in environ]
+    if missing:
+        return (
+            f"{COMPLETE_VAR}=complete_bash is bash's completion call: "
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set"
+        )
+    if not environ["COMP_CWORD"].strip().isdigit():
+        return f"{COMPLETE_VAR}=complete_bash: COMP_CWORD must be a word index, not " + repr(
+            terminal_safe(environ["COMP_CWORD"])
+        )
+    return None

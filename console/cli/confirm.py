@@ -5,6 +5,7 @@ whose default is No."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,8 @@ from console.cli.output import hint
 from console.cli.session import read_only_guard
 
 if TYPE_CHECKING:
+    import asyncio
+
     from console.config import Connection
 
 
@@ -45,3 +48,47 @@ def ask_or_stop(question: str) -> None:
     if not typer.confirm(question, default=False, err=True):
         hint("nothing done")
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+async def ask_or_stop_while_connected(question: str) -> None:
+    """:func:`ask_or_stop` while the command holds its gateway connection open (one
+    connection and one snapshot from preview to send).
+
+    The question is asked on a thread so that the event loop keeps running: the operator may
+    take minutes, and the gateway pings every 20 s and drops a connection that stops
+    answering (console/gateway/server.py). A daemon thread: ctrl-c cancels the command
+    (asyncio.run turns it into KeyboardInterrupt, click prints "Aborted!", exit 1, as for a
+    prompt on the main thread) without waiting for the operator's line. Questions are only
+    asked on a terminal (``refuse_unconfirmable``), where ``input()`` reads through
+    ``PyOS_Readline``, not through ``sys.stdin``'s buffer lock.
+    """
+    import asyncio
+    import threading
+
+    loop = asyncio.get_running_loop()
+    answered: asyncio.Future[None] = loop.create_future()
+    threading.Thread(
+        target=_ask_on_thread, args=(question, loop, answered), name="irq-confirm", daemon=True
+    ).start()
+    await answered
+
+
+def _ask_on_thread(
+    question: str, loop: asyncio.AbstractEventLoop, answered: asyncio.Future[None]
+) -> None:
+    outcome: BaseException | None = None
+    try:
+        ask_or_stop(question)
+    except BaseException as exc:  # noqa: BLE001 - typer.Exit (no), click.Abort (EOF): to the loop
+        outcome = exc
+    with contextlib.suppress(RuntimeError):  # the loop is gone (ctrl-c): nobody waits
+        loop.call_soon_threadsafe(_settle, answered, outcome)
+
+
+def _settle(answered: asyncio.Future[None], outcome: BaseException | None) -> None:
+    if answered.done():
+        return
+    if outcome is None:
+        answered.set_result(None)
+    else:
+        answered.set_exception(outcome)

@@ -15,9 +15,12 @@ from typing import Annotated, Any
 import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
-from console.cli.output import OutputFormat, OutputOption, emit, esc, hint, make_table, print_table
+from console.cli.help_layout import IrqCommand, IrqGroup
+from console.cli.options import OutputOption
+from console.cli.output import OutputFormat, emit, esc, hint, make_table, print_table
 
 ctx_app = typer.Typer(
+    cls=IrqGroup,
     help="Contexts of the config file (gateway URL, token, read-only flag, backends).",
     no_args_is_help=True,
 )
@@ -56,7 +59,7 @@ def _complete_contexts(incomplete: str) -> list[str]:
     return [n for n in sorted(names) if n.startswith(incomplete)]
 
 
-@ctx_app.command("list")
+@ctx_app.command("list", cls=IrqCommand)
 def ctx_list_command(output: OutputOption = OutputFormat.TEXT) -> None:
     """List the contexts; the current one is marked with *. Tokens are never shown."""
     config = _load()
@@ -109,7 +112,7 @@ def set_current_context(text: str, name: str) -> str:
     return line + "\n" + ("\n" if text.strip() else "") + text
 
 
-@ctx_app.command("use")
+@ctx_app.command("use", cls=IrqCommand)
 def ctx_use_command(
     name: Annotated[
         str,

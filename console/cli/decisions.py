@@ -10,59 +10,49 @@ A second decision on the same interrupt (from this or any other client) is a con
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.actions import (
+from console.cli.bulk import DEFAULT_MAX, bulk_decide, refuse_ids_and_filter
+from console.cli.completion import complete_pending_interrupt_ids
+from console.cli.confirm import ask_or_stop_while_connected, refuse_unconfirmable
+from console.cli.decision_preview import (
+    DecisionPreview,
+    prepare_decision,
+    refuse_decided,
+    refuse_unseen,
+    render_preview,
+)
+from console.cli.exits import ExitCode, fail
+from console.cli.options import (
+    ContextOption,
     DryRunOption,
     KeyOption,
-    ReasonOption,
-    YesOption,
-    ask_or_stop,
-    refuse_unconfirmable,
-)
-from console.cli.bulk import (
-    DEFAULT_MAX,
-    FilterOption,
     MaxOption,
-    bulk_decide,
-    refuse_ids_and_filter,
-)
-from console.cli.completion import complete_pending_interrupt_ids
-from console.cli.exits import ExitCode, fail
-from console.cli.output import (
-    OutputFormat,
     OutputOption,
-    emit,
-    esc,
-    stderr_console,
-    stdout_console,
-    styled,
-    suggest,
-)
-from console.cli.results import print_results
-from console.cli.session import (
-    ContextOption,
+    ReasonOption,
+    TargetFilterOption,
     TokenOption,
     UrlOption,
-    connection_of,
-    expand_interrupt_id,
-    with_gateway,
+    WaitOption,
+    YesOption,
 )
-from console.cli.wait import WaitOption, refuse_bad_wait
+from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
+from console.cli.results import print_results
+from console.cli.session import connection_of, with_gateway
+from console.cli.wait import refuse_bad_wait
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
+    from console.cli.wait import Waited
     from console.client import GatewayClient
     from console.config import Connection
-    from console.model import CommandResult, Decision, Interrupt
+    from console.model import CommandResult, Decision
 
 InterruptArgument = Annotated[
     str | None,
@@ -96,119 +86,6 @@ def parse_json_value(text: str, option: str) -> Any:
         )
 
 
-@dataclass
-class DecisionPreview:
-    """What a decision will do: the resolved interrupt, what the snapshot knows of it and its
-    run, and the exact decision that will be sent (an edit's arguments already merged)."""
-
-    interrupt_id: str
-    decision: Decision
-    interrupt: Interrupt | None = None
-    run: dict[str, Any] | None = None
-
-    def contract(self, reason: str) -> dict[str, Any]:
-        decision: dict[str, Any] = {"kind": self.decision.kind.value}
-        decision.update({k: v for k, v in self.decision.payload().items() if k != "type"})
-        return {
-            "action": "decide",
-            "target": self.interrupt_id,
-            "decision": decision,
-            "reason": reason,
-            "interrupt": self.interrupt.contract() if self.interrupt else None,
-            "run": self.run,
-        }
-
-
-def _prepare(
-    client: GatewayClient, interrupt: str, decision: Decision, *, merge_args: bool
-) -> DecisionPreview:
-    """Resolve the id (strictly), check the decision is allowed, lay an edit over the
-    proposed arguments when asked to."""
-    interrupt_id = expand_interrupt_id(client.view, interrupt)
-    known = client.view.interrupts.get(interrupt_id)
-    kind = decision.kind.value
-    if known is not None and decision.kind not in known.allowed_decisions:
-        allowed = ", ".join(d.value for d in known.allowed_decisions) or "none"
-        fail(ExitCode.USAGE, f"{interrupt_id} does not allow '{kind}' (allowed: {allowed})")
-    to_send = decision
-    if merge_args:
-        if known is None:
-            fail(
-                ExitCode.NOT_FOUND,
-                f"{interrupt_id} is not in the gateway's snapshot: cannot merge into its "
-                "proposed arguments",
-                hint="pass the complete arguments without --merge",
-            )
-        merged = {**known.args, **(decision.args or {})}
-        to_send = decision.model_copy(update={"args": merged})
-    run_id = interrupt_id.partition("#")[0]
-    run = client.view.runs.get(run_id)
-    return DecisionPreview(
-        interrupt_id, to_send, known, run.contract() if run is not None else None
-    )
-
-
-def _json_lines(value: Any) -> list[str]:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
-
-
-def args_diff(proposed: dict[str, Any], edited: dict[str, Any]) -> list[str]:
-    """The edit as a unified diff of the arguments (pretty JSON, whole object as context)."""
-    before, after = _json_lines(proposed), _json_lines(edited)
-    return list(
-        difflib.unified_diff(
-            before, after, "proposed", "edited", lineterm="", n=max(len(before), len(after))
-        )
-    )
-
-
-def render_preview(preview: DecisionPreview, console: Console, *, reason: str) -> None:
-    """Run, interrupt title, action and arguments (or the edit as a diff), allowed decisions,
-    and what goes back to the agent. Agent text goes through ``esc`` (never interpreted)."""
-    decision = preview.decision
-    kind = decision.kind.value
-    intr = preview.interrupt
-    lines: list[str] = [f"[bold]{esc(kind)}[/] {esc(preview.interrupt_id)}"]
-
-    def row(label: str, value: str) -> None:
-        lines.append(f"  [dim]{label:<10}[/] {value}")
-
-    run = preview.run
-    if run is not None:
-        name = f" ({esc(run.get('name'))})" if run.get("name") else ""
-        row("run", f"{esc(run.get('id'))}{name}  {styled(str(run.get('state', '')))}")
-    else:
-        row("run", esc(preview.interrupt_id.partition("#")[0]))
-    if intr is None:
-        row("interrupt", "[yellow]not in the gateway's snapshot[/]")
-    else:
-        row("title", esc(intr.title))
-        if intr.description:
-            row("details", esc(intr.description))
-        row("action", esc(intr.action or "-"))
-        row("status", styled(intr.status))
-        allowed = ", ".join(d.value for d in intr.allowed_decisions) or "none"
-        row("allowed", esc(allowed))
-    if kind == "edit":
-        diff = args_diff(intr.args if intr is not None else {}, decision.args or {})
-        row("arguments", "(edit, as a diff against the proposed ones)" if diff else "unchanged")
-        for line in diff:
-            style = {"-": "red", "+": "green", "@": "dim"}.get(line[:1], "")
-            text = esc(line)
-            lines.append(f"    [{style}]{text}[/]" if style else f"    {text}")
-    elif intr is not None:
-        row("arguments", "(as proposed)" if intr.args else "none")
-        lines += [f"    {esc(line)}" for line in _json_lines(intr.args)] if intr.args else []
-    if kind == "reject":
-        row("feedback", esc(decision.feedback or ""))
-    if kind == "respond":
-        text = decision.response
-        row("response", esc(text if isinstance(text, str) else json.dumps(text)))
-    row("reason", esc(reason) if reason else "[dim]none[/]")
-    for line in lines:
-        console.print(line)
-
-
 #: what each decision needs besides the id, for the suggested next command
 _DECISION_INPUT = {
     "approve": "",
@@ -216,6 +93,98 @@ _DECISION_INPUT = {
     "reject": " --feedback TEXT",
     "respond": " --text TEXT",
 }
+
+
+@dataclass(frozen=True)
+class DecisionRequest:
+    """One decision on one interrupt (by id), as the operator asked for it."""
+
+    interrupt: str
+    decision: Decision
+    reason: str
+    key: str | None
+    output: OutputFormat
+    yes: bool = False
+    dry_run: bool = False
+    merge_args: bool = False
+    wait_s: float | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.decision.kind.value
+
+    @property
+    def subscribes(self) -> bool:
+        """``--wait``: the connection follows events, to see the decision consumed."""
+        return self.wait_s is not None and not self.dry_run
+
+    async def carry_out(self, client: GatewayClient) -> DecisionOutcome:
+        """The whole decision on one connection and its one snapshot: resolve the id and
+        check the decision, show it and ask (unless --yes), send it, wait for the agent
+        to consume it (--wait)."""
+        from console.model import Action
+
+        preview = prepare_decision(
+            client.view, self.interrupt, self.decision, merge_args=self.merge_args
+        )
+        if self.dry_run or not self.yes:
+            shown = refuse_unseen(preview)
+            if self.dry_run:
+                return DecisionOutcome(preview)
+            refuse_decided(shown)
+            render_preview(preview, stderr_console(), reason=self.reason)
+            await ask_or_stop_while_connected(f"{self.kind} this interrupt?")
+        results = await client.command(
+            Action.DECIDE,
+            [preview.interrupt_id],
+            reason=self.reason,
+            decision=preview.decision,
+            key=self.key,
+        )
+        waited = None
+        if self.wait_s is not None:
+            from console.cli.wait import wait_for_effects
+
+            applied = [r.target for r in results if r.outcome == "applied"]
+            waited = await wait_for_effects(client, "decide", applied, self.wait_s)
+        return DecisionOutcome(preview, results, waited)
+
+
+@dataclass
+class DecisionOutcome:
+    """What came of a :class:`DecisionRequest`: no results for a dry run."""
+
+    preview: DecisionPreview
+    results: list[CommandResult] | None = None
+    waited: list[Waited] | None = None
+
+    def report(self, request: DecisionRequest) -> None:
+        """The dry run's preview, or the result (and what --wait saw); the exit code."""
+        interrupt_id = self.preview.interrupt_id
+        run_id = interrupt_id.partition("#")[0]
+        output, kind = request.output, request.kind
+        if self.results is None:
+            contract = self.preview.contract(request.reason)
+            emit(output, contract, partial(self._print_preview, request.reason))
+            if output is OutputFormat.TEXT:
+                suggest([f"irq {kind} {interrupt_id}{_DECISION_INPUT[kind]}"])
+            return
+        if self.waited is not None:
+            from console.cli.bulk import finish
+
+            finish("decide", self.results, self.waited, output, [f"irq show {run_id}", "irq inbox"])
+            return
+        code = print_results(self.results, output)
+        if output is OutputFormat.TEXT:
+            if code is ExitCode.OK:
+                suggest([f"irq show {run_id}", "irq inbox"])
+            elif code is ExitCode.CONFLICT:
+                suggest([f"irq audit --target {interrupt_id}"])
+        if code is not ExitCode.OK:
+            raise typer.Exit(int(code))
+
+    def _print_preview(self, reason: str) -> None:
+        render_preview(self.preview, stdout_console(), reason=reason)
 
 
 def decide(
@@ -237,8 +206,6 @@ def decide(
     passed --yes); ``merge_args`` lays an edit's arguments over the proposed ones (from the
     snapshot) instead of replacing them. With ``filter_expr``: every pending interrupt the
     filter selects (``console.cli.bulk``). ``wait_s``: wait until the agent consumed it."""
-    from console.model import Action
-
     refuse_ids_and_filter([interrupt] if interrupt else [], filter_expr, "interrupt")
     refuse_bad_wait(wait_s)
     if filter_expr is not None:
@@ -257,116 +224,18 @@ def decide(
         )
         return
     assert interrupt is not None
-    kind = decision.kind.value
-    refuse_unconfirmable(conn, f"{kind} an interrupt", yes=yes, dry_run=dry_run)
-
-    async def send(client: GatewayClient, preview: DecisionPreview) -> list[CommandResult]:
-        return await client.command(
-            Action.DECIDE,
-            [preview.interrupt_id],
-            reason=reason,
-            decision=preview.decision,
-            key=key,
-        )
-
-    if yes and not dry_run:
-
-        async def prepare_and_send(
-            client: GatewayClient,
-        ) -> tuple[DecisionPreview, list[CommandResult]]:
-            preview = _prepare(client, interrupt, decision, merge_args=merge_args)
-            return preview, await send(client, preview)
-
-        if wait_s is not None:
-            from console.cli.wait import with_live_gateway
-
-            async def prepare_send_wait(client: GatewayClient) -> tuple[DecisionPreview, Any]:
-                preview, results = await prepare_and_send(client)
-                return preview, (results, await _wait_applied(client, results, wait_s))
-
-            preview, (results, waited) = with_live_gateway(conn, prepare_send_wait)
-            _finish_waited(preview.interrupt_id, results, waited, output)
-            return
-        preview, results = with_gateway(conn, prepare_and_send)
-    else:
-
-        async def prepare(client: GatewayClient) -> DecisionPreview:
-            return _prepare(client, interrupt, decision, merge_args=merge_args)
-
-        preview = with_gateway(conn, prepare)
-        if preview.interrupt is None:
-            fail(
-                ExitCode.NOT_FOUND,
-                f"{preview.interrupt_id} is not in the gateway's snapshot: nothing to show",
-                hint="list pending interrupts with `irq inbox` (or decide blindly with --yes)",
-            )
-        if dry_run:
-            emit(
-                output,
-                preview.contract(reason),
-                lambda: render_preview(preview, stdout_console(), reason=reason),
-            )
-            if output is OutputFormat.TEXT:
-                suggest([f"irq {kind} {preview.interrupt_id}{_DECISION_INPUT[kind]}"])
-            return
-        if preview.interrupt.status != "pending":
-            fail(
-                ExitCode.CONFLICT,
-                f"{preview.interrupt_id} is {preview.interrupt.status}, not pending",
-                hint=f"irq audit --target {preview.interrupt_id}",
-            )
-        render_preview(preview, stderr_console(), reason=reason)
-        ask_or_stop(f"{kind} this interrupt?")
-
-        async def send_prepared(client: GatewayClient) -> list[CommandResult]:
-            return await send(client, preview)
-
-        if wait_s is not None:
-            from console.cli.wait import with_live_gateway
-
-            async def send_and_wait(client: GatewayClient) -> tuple[list[CommandResult], Any]:
-                results = await send(client, preview)
-                return results, await _wait_applied(client, results, wait_s)
-
-            results, waited = with_live_gateway(conn, send_and_wait)
-            _finish_waited(preview.interrupt_id, results, waited, output)
-            return
-        results = with_gateway(conn, send_prepared)
-
-    interrupt_id = preview.interrupt_id
-    code = print_results(results, output)
-    if output is OutputFormat.TEXT:
-        run_id = interrupt_id.partition("#")[0]
-        if code is ExitCode.OK:
-            suggest([f"irq show {run_id}", "irq inbox"])
-        elif code is ExitCode.CONFLICT:
-            suggest([f"irq audit --target {interrupt_id}"])
-    if code is not ExitCode.OK:
-        raise typer.Exit(int(code))
-
-
-async def _wait_applied(
-    client: GatewayClient, results: list[CommandResult], wait_s: float
-) -> Any:
-    from console.cli.wait import wait_for_effects
-
-    applied = [r.target for r in results if r.outcome == "applied"]
-    return await wait_for_effects(client, "decide", applied, wait_s)
-
-
-def _finish_waited(
-    interrupt_id: str, results: list[CommandResult], waited: Any, output: OutputFormat
-) -> None:
-    from console.cli.bulk import finish
-
-    run_id = interrupt_id.partition("#")[0]
-    finish("decide", results, waited, output, [f"irq show {run_id}", "irq inbox"])
+    request = DecisionRequest(
+        interrupt, decision, reason, key, output, yes, dry_run, merge_args, wait_s
+    )
+    refuse_unconfirmable(conn, f"{request.kind} an interrupt", yes=yes, dry_run=dry_run)
+    outcome = with_gateway(conn, request.carry_out, subscribe=request.subscribes)
+    outcome.report(request)
 
 
 def approve_command(
     ctx: typer.Context,
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     reason: ReasonOption = "",
@@ -409,7 +278,7 @@ def edit_command(
         ),
     ],
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     merge: Annotated[
@@ -463,7 +332,7 @@ def reject_command(
         ),
     ],
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     reason: ReasonOption = "",
@@ -496,7 +365,7 @@ def reject_command(
 def respond_command(
     ctx: typer.Context,
     interrupt: InterruptArgument = None,
-    filter_expr: FilterOption = None,
+    filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
     wait: WaitOption = None,
     text: Annotated[

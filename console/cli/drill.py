@@ -18,9 +18,9 @@ import typer
 
 from console.cli.confirm import ask_or_stop, interactive, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail, fail_from_error
+from console.cli.options import ContextOption, OutputOption, TokenOption, UrlOption, YesOption
 from console.cli.output import (
     OutputFormat,
-    OutputOption,
     emit,
     esc,
     hint,
@@ -28,14 +28,7 @@ from console.cli.output import (
     print_table,
     stderr_console,
 )
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    run_async,
-    with_gateway,
-)
+from console.cli.session import connection_of, run_async, with_gateway
 
 if TYPE_CHECKING:
     from console.client import FleetView, GatewayClient
@@ -57,7 +50,7 @@ def drill_command(
     count: Annotated[
         int, typer.Option("--count", min=1, help="Runs to preempt per backend.")
     ] = 1,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds to wait for each recovery.")
     ] = 120.0,

@@ -11,6 +11,13 @@ any other attribute); right after, the stand-ins leave ``sys.modules``, so every
 ``import rich.markdown`` (Textual's, anyone's) gets the real module. Nothing changes in what
 typer renders: ``tests/cli/test_cli_startup.py`` compares the help text with and without
 this, and checks that the stand-ins hand over the real classes.
+
+Why the finder stays (measured 2026-12, typer 0.29.2 / rich 15, the 2-core dev machine under
+other load, min of 10 cold runs each, interleaved): ``irq --help`` took 0.19-0.21 s user+sys
+CPU with it and 0.23 s without (wall min 0.20-0.23 s vs 0.25-0.27 s); ``-X importtime`` puts
+``typer.rich_utils`` at 30-99 ms cumulative with it and 80-122 ms without. No public setting
+skips these imports: typer imports both at the top of ``rich_utils`` whatever
+``rich_markup_mode`` or ``pretty_exceptions_enable`` say.
 """
 
 from __future__ import annotations

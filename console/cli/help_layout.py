@@ -3,8 +3,18 @@ named by what they hold (TEXT, INTEGER, PATH, ``[text|json|jsonl]``), arguments 
 name, and usage lines look like ``irq approve [OPTIONS] INTERRUPT`` / ``irq pause [OPTIONS]
 RUN...`` (typer prints ``{INTERRUPT}`` and ``{RUN...}...``).
 
-``IrqGroup`` is the root command's class; it gives every subcommand (and sub-group) the same
-layout, so command modules keep declaring plain ``typer.Option``/``typer.Argument``.
+Commands and groups get the layout through typer's public ``cls=``: every ``typer.Typer``
+of irq passes ``cls=IrqGroup`` and every ``.command(...)`` passes ``cls=IrqCommand``
+(tests/cli/test_help_and_flags.py checks both, and the help text).
+
+Parameters have no such door. typer (0.29) builds every option and argument itself, always
+as ``TyperOption``/``TyperArgument`` (``typer.main._get_param``); ``typer.Option`` and
+``typer.Argument`` take no class. So ``IrqCommand.get_params`` hands out the same objects as
+``PlainOption``/``PlainArgument`` (subclasses that only change how they are displayed) by
+setting their ``__class__`` -- here and nowhere else. The public alternative would be a
+``metavar=`` on each of ~70 options (and on every option added later), and it would still
+leave typer's ``<str>`` type column of arguments and its ``{INTERRUPT}`` usage braces, which
+only the parameter class decides. If typer ever grows a parameter ``cls=``, use it here.
 """
 
 from __future__ import annotations
@@ -57,21 +67,13 @@ class PlainArgument(TyperArgument):
 
 def _plain_params(params: list[Any]) -> list[Any]:
     """Give typer's parameters the plain layout (same objects, a subclass that only changes
-    how they are displayed)."""
+    how they are displayed; why not a public hook: the module docstring)."""
     for param in params:
         if type(param) is TyperOption:
             param.__class__ = PlainOption
         elif type(param) is TyperArgument:
             param.__class__ = PlainArgument
     return params
-
-
-def _plain_command(command: Any) -> Any:
-    if type(command) is TyperCommand:
-        command.__class__ = IrqCommand
-    elif type(command) is TyperGroup:
-        command.__class__ = IrqGroup
-    return command
 
 
 class IrqCommand(TyperCommand):
@@ -82,9 +84,6 @@ class IrqCommand(TyperCommand):
 class IrqGroup(TyperGroup):
     def get_params(self, ctx: Any) -> list[Any]:
         return _plain_params(super().get_params(ctx))
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        return _plain_command(super().get_command(ctx, cmd_name))
 
 
 __all__ = ["IrqCommand", "IrqGroup", "PlainArgument", "PlainOption"]

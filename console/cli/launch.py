@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
-from console.cli.session import ContextOption, TokenOption, UrlOption, connection_of
+from console.cli.options import ContextOption, TokenOption, UrlOption
+from console.cli.session import connection_of
 
 if TYPE_CHECKING:
     from console.config import Connection

@@ -14,20 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from console.cli.exits import ExitCode, fail
-from console.cli.output import OutputFormat, OutputOption, emit, esc, make_table, print_table
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    run_async,
-    with_gateway,
-)
+from console.cli.help_layout import IrqCommand, IrqGroup
+from console.cli.options import ContextOption, OutputOption, TokenOption, UrlOption
+from console.cli.output import OutputFormat, emit, esc, make_table, print_table
+from console.cli.session import connection_of, run_async, with_gateway
 
 if TYPE_CHECKING:  # pydantic models: imported when a command needs them, not for --help
     from console.notify_config import NotifySettings
 
-notify_app = typer.Typer(help="Notifications: webhooks from the gateway.", no_args_is_help=True)
+notify_app = typer.Typer(
+    cls=IrqGroup,help="Notifications: webhooks from the gateway.", no_args_is_help=True)
 
 
 def notify_settings(webhooks: list[str], config_file: Path | None) -> NotifySettings:
@@ -43,7 +39,7 @@ def notify_settings(webhooks: list[str], config_file: Path | None) -> NotifySett
     return settings.model_copy(update={"webhooks": [*settings.webhooks, *extra]})
 
 
-@notify_app.command("test")
+@notify_app.command("test", cls=IrqCommand)
 def notify_test_command(
     ctx: typer.Context,
     webhook: Annotated[

@@ -14,18 +14,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.actions import (
+from console.cli.completion import complete_open_obligation_ids, complete_run_ids
+from console.cli.confirm import ask_or_stop, refuse_unconfirmable
+from console.cli.exits import ExitCode, fail
+from console.cli.help_layout import IrqCommand, IrqGroup
+from console.cli.options import (
+    ContextOption,
     DryRunOption,
     KeyOption,
+    OutputOption,
+    TokenOption,
+    UrlOption,
     YesOption,
-    ask_or_stop,
-    refuse_unconfirmable,
 )
-from console.cli.completion import complete_open_obligation_ids, complete_run_ids
-from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
-    OutputOption,
     emit,
     esc,
     fmt_age,
@@ -38,15 +41,7 @@ from console.cli.output import (
     suggest,
 )
 from console.cli.policy import print_policy_results
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    expand_id,
-    expand_run_id,
-    with_gateway,
-)
+from console.cli.session import connection_of, expand_id, expand_run_id, with_gateway
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -168,6 +163,7 @@ def obligations_command(
 # ---------------------------------------------------------------- irq obligation fulfil|waive
 
 obligation_app = typer.Typer(
+    cls=IrqGroup,
     help="Settle one obligation by hand: fulfil it (it was done) or waive it (it need not be), "
     "with a note for the audit trail.",
     no_args_is_help=True,
@@ -326,7 +322,7 @@ def settle(
         raise typer.Exit(int(code))
 
 
-@obligation_app.command("fulfil")
+@obligation_app.command("fulfil", cls=IrqCommand)
 def fulfil_command(
     ctx: typer.Context,
     obligation: ObligationArgument,
@@ -355,7 +351,7 @@ def fulfil_command(
     )
 
 
-@obligation_app.command("waive")
+@obligation_app.command("waive", cls=IrqCommand)
 def waive_command(
     ctx: typer.Context,
     obligation: ObligationArgument,

@@ -19,9 +19,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from console.terminal_text import UNSAFE_IN_BLOCK, terminal_safe
 
@@ -36,17 +34,6 @@ class OutputFormat(StrEnum):
     JSONL = "jsonl"
 
 
-OutputOption = Annotated[
-    OutputFormat,
-    typer.Option(
-        "--output",
-        "-o",
-        help="text (tables), json (one document) or jsonl (one object per line).",
-        case_sensitive=False,
-    ),
-]
-
-
 class ExportFormat(StrEnum):
     """``-o`` of commands whose rows also export as CSV (``irq audit``)."""
 
@@ -56,16 +43,6 @@ class ExportFormat(StrEnum):
     CSV = "csv"
 
 
-ExportOption = Annotated[
-    ExportFormat,
-    typer.Option(
-        "--output",
-        "-o",
-        help="text (tables), json (one document), jsonl (one object per line) or csv (a "
-        "header row, then one row per item).",
-        case_sensitive=False,
-    ),
-]
 
 
 def print_csv(rows: Iterable[dict[str, Any]], fields: Sequence[str]) -> None:

@@ -14,18 +14,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.actions import (
-    KeyOption,
-    ReasonOption,
-    YesOption,
-    ask_or_stop,
-    refuse_unconfirmable,
-)
 from console.cli.completion import complete_pending_interrupt_ids, complete_run_ids
+from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
+from console.cli.help_layout import IrqCommand, IrqGroup
+from console.cli.options import (
+    ContextOption,
+    KeyOption,
+    OutputOption,
+    ReasonOption,
+    TokenOption,
+    UrlOption,
+    YesOption,
+)
 from console.cli.output import (
     OutputFormat,
-    OutputOption,
     emit,
     esc,
     fmt_age,
@@ -37,15 +40,7 @@ from console.cli.output import (
     stderr_console,
     suggest,
 )
-from console.cli.session import (
-    ContextOption,
-    TokenOption,
-    UrlOption,
-    connection_of,
-    expand_interrupt_id,
-    expand_run_id,
-    with_gateway,
-)
+from console.cli.session import connection_of, expand_interrupt_id, expand_run_id, with_gateway
 
 if TYPE_CHECKING:
     from console.client import GatewayClient
@@ -53,6 +48,7 @@ if TYPE_CHECKING:
     from console.policy.model import Invocation, PolicyDecision
 
 policy_app = typer.Typer(
+    cls=IrqGroup,
     help="The policy the gateway enforces: show it, check or explain a tool call against it, "
     "test a file of cases, reload it.",
     no_args_is_help=True,
@@ -129,7 +125,7 @@ def _render_policy(data: dict[str, Any]) -> None:
     suggest(["irq policy explain --tool NAME --args JSON"])
 
 
-@policy_app.command("show")
+@policy_app.command("show", cls=IrqCommand)
 def show_command(
     ctx: typer.Context,
     output: OutputOption = OutputFormat.TEXT,
@@ -502,14 +498,14 @@ def explain_command(
     emit(output, document, text)
 
 
-policy_app.command("check")(check_command)
-policy_app.command("explain")(explain_command)
+policy_app.command("check", cls=IrqCommand)(check_command)
+policy_app.command("explain", cls=IrqCommand)(explain_command)
 
 
 # ------------------------------------------------------------------------------ irq policy test
 
 
-@policy_app.command("test")
+@policy_app.command("test", cls=IrqCommand)
 def test_command(
     file: Annotated[
         Path,
@@ -555,7 +551,7 @@ def test_command(
 # ---------------------------------------------------------------------------- irq policy reload
 
 
-@policy_app.command("reload")
+@policy_app.command("reload", cls=IrqCommand)
 def reload_command(
     ctx: typer.Context,
     reason: ReasonOption = "",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
@@ -43,33 +43,6 @@ def global_options(ctx: typer.Context) -> GlobalOptions:
     return obj or GlobalOptions()
 
 
-# The connection options are accepted after the subcommand too (``irq runs --url …``);
-# there they win over the ones given before it. Environment variables apply at the root.
-_PANEL = "Connection"
-UrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--url", help="Gateway URL (also IRQ_URL).", rich_help_panel=_PANEL, show_default=False
-    ),
-]
-TokenOption = Annotated[
-    str | None,
-    typer.Option(
-        "--token", help="Bearer token (also IRQ_TOKEN).", rich_help_panel=_PANEL, show_default=False
-    ),
-]
-ContextOption = Annotated[
-    str | None,
-    typer.Option(
-        "--context",
-        "-c",
-        help="Context from the config file (also IRQ_CONTEXT).",
-        rich_help_panel=_PANEL,
-        show_default=False,
-    ),
-]
-
-
 def connection_of(
     ctx: typer.Context,
     url: str | None = None,
@@ -103,19 +76,26 @@ def run_async(main: Awaitable[T]) -> T:
     return box[0]
 
 
-def with_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitable[T]], *,
-                 snapshot: bool = True) -> T:
-    """Connect (one-shot: snapshot, no event stream), run ``work``, close.
+def with_gateway(
+    conn: Connection,
+    work: Callable[[GatewayClient], Awaitable[T]],
+    *,
+    snapshot: bool = True,
+    subscribe: bool = False,
+) -> T:
+    """Connect, run ``work`` on the client, close: the one way a command talks to the gateway.
 
-    ``snapshot=False``: no snapshot at all (``client.view`` stays empty), for work that
-    asks the gateway a query.
+    By default one-shot: a snapshot, no event stream. ``subscribe=True``: the view follows
+    the gateway's events after the snapshot (``--wait`` watches for an effect on the same
+    connection that sent the command). ``snapshot=False`` (one-shot only): no snapshot at
+    all (``client.view`` stays empty), for work that asks the gateway a query.
 
     Gateway errors become clear messages and exit codes; never a traceback.
     """
     from console.client import GatewayClient, GatewayError
 
     async def session() -> T:
-        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=False,
+        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=subscribe,
                                snapshot=snapshot)
         await client.connect()
         try:

@@ -25,21 +25,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
-from console.cli.output import (
-    OutputFormat,
-    OutputOption,
-    emit,
-    esc,
-    fmt_time,
-    hint,
-    make_table,
-    print_table,
-)
+from console.cli.help_layout import IrqCommand, IrqGroup
+from console.cli.options import OutputOption, YesOption
+from console.cli.output import OutputFormat, emit, esc, fmt_time, hint, make_table, print_table
 
 if TYPE_CHECKING:
     from console.gateway.shared_tokens import SharedTokens
 
 token_app = typer.Typer(
+    cls=IrqGroup,
     help="Bearer tokens (stored hashed under IRQ_HOME; a running gateway accepts new ones "
     "and refuses revoked or expired ones at once).",
     no_args_is_help=True,
@@ -119,7 +113,7 @@ def _token_entries(path: Path) -> list[dict[str, Any]]:
     return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
 
 
-@token_app.command("create")
+@token_app.command("create", cls=IrqCommand)
 def token_create_command(
     role: Annotated[
         TokenRole,
@@ -239,7 +233,7 @@ def _scope_text(entry: dict[str, Any]) -> str:
     return "unscoped (any run)" if scopes is None else ", ".join(map(str, scopes))
 
 
-@token_app.command("list")
+@token_app.command("list", cls=IrqCommand)
 def token_list_command(journal: JournalOption = None,
                        output: OutputOption = OutputFormat.TEXT) -> None:
     """List tokens: name, role, scope, created, expires, last use, state (never the tokens;
@@ -300,7 +294,7 @@ def _complete_names(incomplete: str) -> list[str]:
     return sorted(n for n in names if n.startswith(incomplete))
 
 
-@token_app.command("revoke")
+@token_app.command("revoke", cls=IrqCommand)
 def token_revoke_command(
     selector: Annotated[
         str,
@@ -312,7 +306,7 @@ def token_revoke_command(
             autocompletion=_complete_names,
         ),
     ],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     journal: JournalOption = None,
     output: OutputOption = OutputFormat.TEXT,
 ) -> None:

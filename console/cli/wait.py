@@ -17,36 +17,19 @@ Targets still short of their effect when the time is up are ``timed out`` (exit 
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import typer
-
-from console.cli.exits import ExitCode, diagnose, fail, fail_from_error
+from console.cli.exits import ExitCode, diagnose, fail
+from console.cli.options import DEFAULT_WAIT_S
 from console.cli.output import OutputFormat, esc, make_table, print_table, styled
 
 if TYPE_CHECKING:
     from console.client import FleetView, GatewayClient
-    from console.config import Connection
 
 T = TypeVar("T")
 
-#: ``--wait`` given without a number
-DEFAULT_WAIT_S = 300.0
-
-WaitOption = Annotated[
-    float | None,
-    typer.Option(
-        "--wait",
-        metavar="[SECONDS]",
-        help="Block until the effect is observed (paused with releases confirmed, ended, "
-        "running, decision consumed), at most SECONDS (e.g. --wait 120; --wait alone: "
-        f"{DEFAULT_WAIT_S:g}); a timeout exits 7.",
-        show_default=False,
-        min=0.0,
-    ),
-]
 
 def bare_wait(argv: list[str]) -> list[str]:
     """``argv`` with a bare ``--wait`` (last, or followed by anything but a number) given
@@ -252,25 +235,6 @@ def print_waits(waited: list[Waited], fmt: OutputFormat) -> None:
         after = f"{w.seconds:.1f}s" if w.seconds is not None else "-"
         table.add_row(esc(w.target), f"{outcome} {esc(w.outcome)}", styled(w.state), after)
     print_table(table)
-
-
-def with_live_gateway(conn: Connection, work: Callable[[GatewayClient], Awaitable[T]]) -> T:
-    """Like ``with_gateway`` but subscribed: the view follows the gateway's events."""
-    from console.cli.session import run_async
-    from console.client import GatewayClient, GatewayError
-
-    async def session() -> T:
-        client = GatewayClient(conn.url, conn.token, client="irq-cli", subscribe=True)
-        await client.connect()
-        try:
-            return await work(client)
-        finally:
-            await client.close()
-
-    try:
-        return run_async(session())
-    except GatewayError as exc:
-        fail_from_error(exc)
 
 
 def refuse_bad_wait(wait_s: float | None) -> None:

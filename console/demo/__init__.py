@@ -7,5 +7,5 @@
 - ``temporal/``: the Temporal extension (dev server, demo agents, their worker).
 
 Product code reaches this package only through ``irq demo`` (``console/cli/launch.py``);
-test support lives in ``tests/support/`` and the screenshot tooling in ``tools/``.
+test support lives in ``tests/support/`` and ``devtools/``, the screenshot tooling in ``tools/``.
 """

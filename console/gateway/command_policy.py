@@ -72,6 +72,39 @@ def command_refusal(engine: CommandPolicyEngine | None, inv: Invocation) -> str 
     return None
 
 
+def edit_refusal(engine: CommandPolicyEngine | None, tool: str, run: Run,
+                 args: dict[str, Any], *, role: str) -> str | None:
+    """An edit is a new proposal: the edited call is checked against the policy as the
+    agent's guard would check it at the tool (``on = "tool"``, the edited arguments), before
+    anything runs. A ``prohibit`` refuses the edit; a ``require_approval`` is met by this very
+    decision only when the operator's role is at least the rule's ``decide_role``."""
+    if engine is None or not tool:
+        return None
+    inv = Invocation(
+        on="tool", tool=tool, args=args, agent=run.name, backend=run.backend,
+        context=run.context, run_id=run.id,
+        resources=[r.contract() for r in run.resources], at=utcnow())
+    try:
+        decision = engine.evaluate(inv)
+    except Exception as exc:  # an engine bug must not let an edited call through
+        return f"forbidden: the edited call could not be checked ({type(exc).__name__}: {exc})"
+    if decision.outcome == "prohibit":
+        return (f"forbidden: the edited call {tool}({_args_text(args)}) is prohibited "
+                f"by policy rule {_rule_text(engine.policy, decision.winner)}")
+    if decision.outcome == "require_approval":
+        approval = decision.approval
+        needed = _role(approval.decide_role if approval else "admin")
+        if not _role(role).at_least(needed):
+            rule = approval.rule if approval else (decision.winner or "?")
+            return (f"forbidden: the edited call needs the approval of role {needed.value} "
+                    f"under policy rule {_rule_text(engine.policy, rule)}; you have role {role}")
+    return None
+
+
+def _args_text(args: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:6])
+
+
 @dataclass(frozen=True)
 class InterruptRule:
     """The rule an interrupt must be decided under (the stricter of agent's and gateway's)."""

@@ -37,8 +37,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from console.gateway.agent_beats import Reporter
 from console.gateway.context_leases import ContextLeases
-from console.gateway.hub import Hub, Reporter
+from console.gateway.hub import Hub
 from console.gateway.journal_store import JournalStore
 from console.gateway.peer_events import CHANNEL, PeerEvents, PeerRow
 from console.gateway.protocol import AgentHeartbeat, FrameError

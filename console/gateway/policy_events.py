@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from console.gateway.agent_beats import Reporter
 from console.gateway.auth import Principal
 from console.gateway.beat_checks import MAX_CLOCK_SKEW_S
-from console.gateway.hub import Hub, Reporter
+from console.gateway.hub import Hub
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.policy_frames import DecisionEvent, FulfilledEvent, PolicyEvent
 from console.gateway.protocol import FrameError

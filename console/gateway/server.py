@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from backend_adapters.base import Backend
 from backend_adapters.registry import BackendURLError, open_backend, parse_backend_url
 from console.gateway.agent_channel import AgentChannel
+from console.gateway.approval_store import ApprovalStore
+from console.gateway.approval_view import ApprovalView
 from console.gateway.auth import TokenStore, tokens_path
 from console.gateway.background_loops import BackgroundLoops, FirstReads
 from console.gateway.client_requests import ClientRequests
@@ -76,9 +78,12 @@ class Gateway:
         self.gc_policy = GcPolicy(young=0)
         self.policy = PolicyState(settings.policy_path)
         self.policy.load()  # PolicyError (file, rule, key) before anything else is opened
-        self.hub: Hub = PeerHub(event_log_size=settings.event_log_size)
-        self.hub.max_lag = settings.max_client_lag
         self.journal = open_journal(settings.journal_target, owner=settings.owner)
+        #: four-eyes approvals: what the hub shows of them, what the executor records
+        self.approvals = ApprovalView(ApprovalStore(self.journal), lambda: self.policy.engine)
+        self.hub: Hub = PeerHub(event_log_size=settings.event_log_size,
+                                max_lag=settings.max_client_lag,
+                                interrupt_overlay=self.approvals.show)
         self.obligations = ObligationStore(self.journal)
         self.policy_events = PolicyEvents(self.hub, self.obligations)
         self.hub.snapshot_parts["policy"] = self.policy.summary
@@ -106,13 +111,10 @@ class Gateway:
         self.refusals = RefusalLedger(self._audit_refusal,
                                       interval_s=settings.refusal_interval_s)
         self.executor = CommandExecutor(self.hub, self.journal, self.backends,
+                                        approvals=self.approvals,
                                         release_verify_s=settings.release_verify_s,
-                                        fault_hook=fault_hook,
-                                        # operator governance
-                                        policy_engine=lambda: self.policy.engine)
-        # TODO(split-hub): refusals= and unread= in the constructor once it takes them
-        self.executor.refusals = self.refusals
-        self.executor.unread = self.first_reads.unread
+                                        fault_hook=fault_hook, refusals=self.refusals,
+                                        unread=self.first_reads.unread)
         # a shared journal: each backend context polled by one gateway (its leaseholder),
         # what each observes sent to the others (context_leases.py, peering.py)
         self.leases = ContextLeases(self.journal, settings.owner, list(self.backends))

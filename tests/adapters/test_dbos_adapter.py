@@ -24,7 +24,7 @@ from backend_adapters.base import (
 from backend_adapters.dbos.adapter import DBOSBackend
 from backend_adapters.registry import open_backend
 from console.model import Action, Decision, DecisionKind, Interrupt, Run, RunState
-from tests.support.dbos_record import settled_record
+from devtools.dbos_record import settled_record
 
 SCHEMA = {
     "type": "object",

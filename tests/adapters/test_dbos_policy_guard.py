@@ -20,9 +20,9 @@ import pytest
 from console.client import GatewayClient
 from console.gateway.auth import create_token
 from console.model import Decision, DecisionKind, Role
+from devtools.dbos_record import read_record
 from tests.support.crashable_gateway import ROOT, CrashableGateway
 from tests.support.dbos_policy_fleet import PolicyAgent
-from tests.support.dbos_record import read_record
 
 POLICY_FILE = ROOT / "tests" / "support" / "dbos_policy.toml"
 

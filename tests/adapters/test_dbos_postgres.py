@@ -32,6 +32,7 @@ from backend_adapters.base import Conflict, MemoryPauseLedger
 from backend_adapters.dbos.adapter import DBOSBackend
 from backend_adapters.registry import open_backend
 from console.model import Decision, DecisionKind, RunState
+from devtools.postgres_server import packaged_install
 
 
 def _adapters_conftest():
@@ -114,7 +115,7 @@ def test_postgres_server_is_the_one_the_project_installs(postgres_server: pg.Pos
     exe = Path(os.readlink(f"/proc/{postgres_server.pid}/exe"))
     assert exe == postgres_server.bin_dir / "postgres"
     assert not exe.is_relative_to("/usr"), exe
-    packaged = pg.packaged_install() / "bin" / "postgres"
+    packaged = packaged_install() / "bin" / "postgres"
     assert exe.read_bytes() == packaged.read_bytes()
     version = subprocess.run(
         [str(packaged), "--version"], capture_output=True, text=True, check=True

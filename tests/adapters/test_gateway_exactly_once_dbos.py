@@ -3,7 +3,7 @@
 The gateway runs as a real ``irq serve`` subprocess. One test starts it through the test-only
 entry point tests/support/faulty_gateway.py, whose fault hook SIGKILLs it between the journaled
 intent and the outcome, and checks that, after a restart as ``irq serve``, the decision reaches
-the agent exactly once. "Exactly once" is read from the agent's own record (tests/support/dbos_record.py):
+the agent exactly once. "Exactly once" is read from the agent's own record (devtools/dbos_record.py):
 once the workflow has settled, its DBOS system database holds one message for it, consumed by
 the one ``recv`` that returned it, so a late duplicate cannot hide behind a short sleep.
 """
@@ -19,8 +19,8 @@ from test_dbos_adapter import deploy, plan, step
 
 from console.client import GatewayClient, GatewayUnreachable
 from console.model import Decision, DecisionKind
+from devtools.dbos_record import read_record, settled_record
 from tests.support.crashable_gateway import CrashableGateway
-from tests.support.dbos_record import read_record, settled_record
 
 
 @pytest.fixture

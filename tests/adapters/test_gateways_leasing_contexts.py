@@ -27,11 +27,11 @@ from test_dbos_adapter import deploy, plan, step
 from console.client import GatewayClient
 from console.gateway.auth import create_token
 from console.model import Decision, DecisionKind, Role
+from devtools.dbos_record import settled_record
 from tests.adapters.conftest import DBOSWorker
 from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
 from tests.support.crashable_gateway import CrashableGateway, gateway_pair, stop_cleanly
-from tests.support.dbos_record import settled_record
 
 APPROVE = Decision(kind=DecisionKind.APPROVE)
 

@@ -4,7 +4,7 @@ Two real ``irq serve`` processes, each with its own IRQ_HOME (tokens) and port, 
 journal on the project's own PostgreSQL server (tests/adapters/postgres_server.py), reached
 as a role that logs in with a password. Two operators, one on each gateway, decide the same
 interrupt at once: the database's decision claim lets exactly one deliver (``applied``), the
-other gets ``conflict``, and the agent's own record (tests/support/dbos_record.py) shows one
+other gets ``conflict``, and the agent's own record (devtools/dbos_record.py) shows one
 message, consumed once. When a gateway is killed between intent and outcome, its peer adopts
 the intent once the dead one's liveness lapsed and delivers it, once. The password never
 appears in a gateway's log or in ``irq`` output.
@@ -26,10 +26,10 @@ from test_dbos_adapter import deploy, plan, step
 
 from console.client import GatewayClient, GatewayUnreachable
 from console.model import Decision, DecisionKind
+from devtools.dbos_record import read_record, settled_record
 from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
 from tests.support.crashable_gateway import ROOT, CrashableGateway, gateway_pair
-from tests.support.dbos_record import read_record, settled_record
 
 ROLE = "irq_gateway"
 PASSWORD = "journal-Pw-7f3a9c"  # a string that cannot appear in a log by accident

@@ -5,8 +5,8 @@ the journal URL's credentials; the gateway stays up and reconnects, and the same
 once the server is back reaches the agent exactly once.
 
 Real components: a real ``irq serve`` process, a real DBOS agent, a real PostgreSQL server
-(tests/chaos/fleet.py ``JournalPostgres``, the pgserver wheel's binaries), as in
-tests/chaos/freeze.py ``run_postgres_restart``.
+(devtools/chaos/fleet.py ``JournalPostgres``, the pgserver wheel's binaries), as in
+devtools/chaos/freeze.py ``run_postgres_restart``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import pytest
 
 from console.client import GatewayClient, GatewayError
 from console.model import Action, Decision, DecisionKind
-from tests.chaos.fleet import (
+from devtools.chaos.fleet import (
     DBOSWorkerProcess,
     GatewayProcess,
     JournalPostgres,
     approval_plan,
     make_tokens,
 )
-from tests.chaos.freeze import _decide_once, _until
-from tests.support.dbos_record import settled_record
+from devtools.chaos.freeze import _decide_once, _until
+from devtools.dbos_record import settled_record
 
 
 @pytest.mark.timeout(300)

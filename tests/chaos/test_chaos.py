@@ -2,7 +2,7 @@
 storm here, too, runs two gateways on one PostgreSQL journal.
 
 Real gateway processes, real agents on DBOS over SQLite and on Temporal's dev server; the
-verdict on decisions is read from the agents' own records (tests/chaos/storm.py)."""
+verdict on decisions is read from the agents' own records (devtools/chaos/storm.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.freeze import run_freezes, run_postgres_restart
-from tests.chaos.fuzz import run_fuzz
-from tests.chaos.silent import run_silent
-from tests.chaos.storm import run_storm
+from devtools.chaos.freeze import run_freezes, run_postgres_restart
+from devtools.chaos.fuzz import run_fuzz
+from devtools.chaos.silent import run_silent
+from devtools.chaos.storm import run_storm
 
 
 async def test_fuzzed_frames_get_clear_errors_and_never_crash_or_close_other_clients(

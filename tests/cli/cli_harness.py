@@ -7,8 +7,10 @@ import asyncio
 import os
 import pty
 import select
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,3 +208,44 @@ def on_a_terminal(
             proc.kill()
         os.close(leader)
     return code, seen.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+class CountingForwarder:
+    """A plain TCP forwarder in front of a real gateway that counts the connections made
+    through it (how many times a command connected), bytes passed through untouched."""
+
+    def __init__(self, target: str) -> None:
+        host_port = target.split("://", 1)[1].split("/", 1)[0]
+        host, _, port = host_port.rpartition(":")
+        self.target = (host, int(port))
+        self.connections = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"ws://127.0.0.1:{self._server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            upstream = socket.create_connection(self.target)
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pipe, args=(src, dst), daemon=True).start()
+
+    def close(self) -> None:
+        self._server.close()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_harness import irq, on_a_terminal
+from cli_harness import CountingForwarder, irq, on_a_terminal
 from test_cli_with_dbos_agent import INTERRUPT_ID, Fleet, eventually, fleet  # noqa: F401
 
 pytestmark = [pytest.mark.slow]
@@ -86,9 +86,18 @@ def test_a_decision_shows_what_it_decides_and_asks_before_acting(fleet: Fleet): 
     assert _decide_audited(env) == []
     assert not [e for e in fleet.agent_events() if e["event"] == "decision"]
 
-    # answering yes decides, exactly once, and the agent receives it
-    code, screen = on_a_terminal("approve", "wf-cli-1/1", "--reason", "ok", env=env, answer="y")
+    # answering yes decides, exactly once, and the agent receives it -- over one connection
+    # (preview, question and command share it and its one snapshot)
+    forwarder = CountingForwarder(env["IRQ_URL"])
+    try:
+        code, screen = on_a_terminal(
+            "approve", "wf-cli-1/1", "--reason", "ok", env={**env, "IRQ_URL": forwarder.url},
+            answer="y",
+        )
+    finally:
+        forwarder.close()
     assert code == 0, screen
+    assert forwarder.connections == 1, screen
     assert "applied" in screen
     decisions = eventually(
         lambda: [e for e in fleet.agent_events() if e["event"] == "decision"],

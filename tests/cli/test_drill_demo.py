@@ -13,7 +13,7 @@ import pytest
 from cli_harness import irq
 
 from console.demo.preemption import preempt_command, request_preempt
-from tests.support.live_fleet import LiveFleet
+from devtools.live_fleet import LiveFleet
 
 pytestmark = [pytest.mark.slow]
 

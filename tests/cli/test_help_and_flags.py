@@ -84,3 +84,14 @@ def test_version_names_the_product_its_version_and_the_protocol():
     result = irq("--version")
     assert result.code == 0
     assert result.stdout.strip() == (f"irq {version('irq')} (gateway protocol {PROTOCOL_VERSION})")
+
+
+def test_every_command_and_group_asks_for_the_plain_layout_through_cls():
+    """typer builds them with the classes given to ``cls=`` (console/cli/help_layout.py);
+    nothing changes a command's class after it is built."""
+    from console.cli.help_layout import IrqCommand, IrqGroup
+
+    assert type(typer.main.get_command(app)) is IrqGroup
+    for path, command in ALL_COMMANDS:
+        expected = IrqGroup if getattr(command, "commands", None) is not None else IrqCommand
+        assert type(command) is expected, path

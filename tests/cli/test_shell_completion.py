@@ -58,6 +58,28 @@ def test_ids_complete_from_nothing_when_the_gateway_is_down_and_say_nothing(irq_
         assert result.stdout.split() == [] and result.stderr == "", (words, result)
 
 
+def test_a_bash_completion_call_without_the_shells_variables_says_so_without_a_traceback(
+    irq_home: Path,
+):
+    """``_IRQ_COMPLETE=complete_bash irq`` typed by hand (no COMP_WORDS / COMP_CWORD) was an
+    internal error (KeyError); now a usage message and exit 2, nothing on stdout."""
+    base = {k: v for k, v in os.environ.items() if k not in ("COMP_WORDS", "COMP_CWORD")}
+    for extra in ({}, {"COMP_WORDS": "irq appr"}, {"COMP_WORDS": "irq appr", "COMP_CWORD": "x"}):
+        result = subprocess.run(
+            [str(IRQ)],
+            env={**base, **extra, "_IRQ_COMPLETE": "complete_bash"},
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+        assert result.returncode == 2, (extra, result)
+        assert result.stdout == "", (extra, result)
+        assert "COMP_CWORD" in result.stderr, (extra, result)
+        assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
 def test_a_broken_config_file_completes_nothing_and_says_nothing(irq_home: Path):
     (irq_home / "config.toml").write_text('[contexts.p]\nread_only = "false"\n')
     result = complete("irq approve ", {})

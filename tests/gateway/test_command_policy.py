@@ -13,7 +13,7 @@ from governed_fleet import GovernedFleet, make_fleet, pending_interrupt
 
 from console.client import GatewayClient
 from console.model import Decision, DecisionKind
-from tests.support.dbos_record import read_record, settled_record
+from devtools.dbos_record import read_record, settled_record
 
 POLICY = """
 default = "permit"
@@ -42,6 +42,13 @@ modality = "require_approval"
 action = ["drop_table"]
 decide_role = "admin"
 description = "dropping a table needs an admin"
+
+[[rules]]
+id = "users-table-stays"
+modality = "prohibit"
+action = ["drop_table"]
+condition = 'args.table == "users"'
+description = "the users table is never dropped"
 """
 LOCKED = "locked-job"
 DROP = "drop-orders"
@@ -51,7 +58,7 @@ SPECS = [
     # the agent's payload says operator; the gateway's policy holds the same rule: admin
     {"id": DROP, "steps": 1, "interrupt": {
         "title": "drop_table: approval required by drop-table-admin", "action": "drop_table",
-        "args": {"table": "orders"}, "allowed": ["approve", "reject"],
+        "args": {"table": "orders"}, "allowed": ["approve", "edit", "reject"],
         "policy": {"rule": "drop-table-admin", "why": "dropping a table needs an admin",
                    "decide_role": "operator", "approvers": 1}}},
 ]
@@ -126,3 +133,24 @@ async def test_approving_a_drop_table_needs_an_admin(fleet: GovernedFleet):
     assert [d["type"] for d in fleet.decisions(DROP)] == ["approve"]
     assert any(a["identity"] == "alice" and a["outcome"] == "forbidden"
                and "drop-table-admin" in a["detail"] for a in audit)
+
+
+async def test_an_edit_is_a_new_proposal_checked_against_the_policy_before_it_runs(
+        fleet: GovernedFleet):
+    """An approver may not edit an approvable call into one the policy prohibits: the edited
+    call is checked as the agent's guard would check it, and nothing reaches the agent."""
+    async with fleet.client("root") as root:
+        intr = await pending_interrupt(root, DROP)
+        into_users = Decision(kind=DecisionKind.EDIT, args={"table": "users"})
+        refused = (await root.command("decide", [intr.id], decision=into_users))[0]
+        assert refused.outcome == "forbidden" and refused.error == "forbidden", refused
+        assert "prohibited by policy rule users-table-stays" in refused.detail, refused.detail
+        assert read_record(fleet.db, DROP).sent == []
+        assert root.view.interrupts[intr.id].status == "pending"
+        edit = Decision(kind=DecisionKind.EDIT, args={"table": "orders_2019"})
+        done = (await root.command("decide", [intr.id], decision=edit))[0]
+        assert done.outcome == "applied", done
+    record = await settled_record(fleet.db, DROP)
+    assert len(record.sent) == 1 and record.status == "SUCCESS", record
+    received = fleet.decisions(DROP)
+    assert [(d["type"], d["args"]) for d in received] == [("edit", {"table": "orders_2019"})]

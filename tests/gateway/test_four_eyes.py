@@ -16,7 +16,7 @@ import pytest
 from governed_fleet import GovernedFleet, interrupt_where, make_fleet, pending_interrupt
 
 from console.model import Decision, DecisionKind
-from tests.support.dbos_record import read_record, settled_record
+from devtools.dbos_record import read_record, settled_record
 
 RULE = "prod-deploy-four-eyes"
 POLICY = {"rule": RULE, "why": "a prod deploy needs two different approvers",

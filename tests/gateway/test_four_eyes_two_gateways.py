@@ -30,13 +30,13 @@ from console.client import GatewayClient, Unauthorized
 from console.gateway.approval_store import ApprovalStore, RecordedCommand
 from console.gateway.auth import create_token
 from console.model import CommandResult, Decision, DecisionKind, Role
+from devtools.dbos_record import read_record
 from tests.adapters.postgres_server import PostgresServer
 from tests.adapters.postgres_server import postgres_server as postgres_server  # the fixture
 from tests.gateway.pg_journals import OpenJournal, fresh_database
 from tests.gateway.pg_journals import pg_journal as pg_journal  # the fixture
 from tests.support.crashable_gateway import CrashableGateway, gateway_pair, stop_cleanly
 from tests.support.dbos_policy_fleet import PolicyAgent
-from tests.support.dbos_record import read_record
 
 RULE = "prod-deploy-four-eyes"
 FOUR_EYES_POLICY = f"""

@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import pytest
 
+from console.gateway.agent_beats import Reporter
 from console.gateway.context_leases import ContextLeases
-from console.gateway.hub import Reporter
 from console.gateway.journal_store import JournalStore
 from console.gateway.peer_events import PeerEvents
 from console.gateway.peering import PeerHub, Peering

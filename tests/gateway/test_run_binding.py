@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from console.gateway.hub import MAX_UNKNOWN_RUNS, Hub, Reporter
+from console.gateway.agent_beats import MAX_UNKNOWN_RUNS, Reporter
+from console.gateway.hub import Hub
 from console.gateway.protocol import AgentHeartbeat, FrameError
 from console.model import Resource, Run
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_fleet import LiveFleet
+from devtools.live_fleet import LiveFleet
 
 
 @pytest.fixture(scope="session")

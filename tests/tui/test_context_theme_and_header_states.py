@@ -22,7 +22,7 @@ from console.processes import ChildProcess, free_port
 from console.tui.app import IrqApp, build_app
 from console.tui.fleet_source import LiveSource
 from console.tui.widgets.status_header import StatusHeader
-from tests.support.live_fleet import LiveFleet
+from devtools.live_fleet import LiveFleet
 
 RECORDED = Path(__file__).parent / "data" / "recorded_fleet.json"
 

@@ -23,7 +23,7 @@ from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.run_table import RunTable
 from console.tui.widgets.status_header import StatusHeader
-from tests.support.live_fleet import LiveFleet
+from devtools.live_fleet import LiveFleet
 
 PORTABLE = re.compile(
     r"^([a-zA-Z0-9]|f([1-9]|10)|up|down|left|right|pageup|pagedown|home|end|enter|escape|tab"

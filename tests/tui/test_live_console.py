@@ -20,8 +20,8 @@ from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.results_dialog import ResultsDialog
 from console.tui.widgets.value_editors import ArgsEditor
-from tests.support.dbos_record import decision_received
-from tests.support.live_fleet import LiveFleet
+from devtools.dbos_record import decision_received
+from devtools.live_fleet import LiveFleet
 
 pytestmark = pytest.mark.slow
 

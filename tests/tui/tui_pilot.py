@@ -11,7 +11,7 @@ import pytest
 from console.model import RunState
 from console.tui.app import IrqApp
 from console.tui.fleet_source import LiveSource
-from tests.support.live_fleet import LiveFleet
+from devtools.live_fleet import LiveFleet
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 

@@ -15,8 +15,8 @@ from backend_adapters.base import InvalidInput
 from backend_adapters.dbos.decisions import refuse_invalid_decision
 from backend_adapters.temporal.adapter import check_decision as temporal_check
 from backend_adapters.temporal.agent import Interrupts
-from console.decision_check import DecisionProblem, decision_problem, schema_problem
-from console.gateway.commands import validation_error
+from console.decision_check import DecisionProblem, check_decision, decision_problem, schema_problem
+from console.gateway.decision_commands import validation_error
 from console.model import Decision, DecisionKind, Interrupt
 from console.tui.widgets.value_editors import validate_args
 
@@ -173,3 +173,58 @@ def test_every_caller_gives_the_same_answer(
         assert answer is None
     else:
         assert answer is not None and expected in answer, answer
+
+
+# ------------------------------------------------------------------ native waits
+
+
+def _native(**kw) -> Interrupt:
+    from console.model import InterruptKind
+
+    base = dict(id="temporal:dev/wf#wait", run_id="temporal:dev/wf", native_id="wait",
+                title="waiting", kind=InterruptKind.SIGNAL,
+                allowed_decisions=[DecisionKind.RESPOND])
+    return Interrupt.model_validate({**base, **kw})
+
+
+def test_a_wait_answered_by_several_handlers_needs_one_named():
+    intr = _native(handlers=[{"name": "send_approval", "kind": "signal"},
+                             {"name": "approve", "kind": "update"}])
+    unnamed = check_decision(intr, Decision(kind=DecisionKind.RESPOND, response={"ok": True}))
+    assert unnamed is not None and unnamed.path == "handler"
+    assert "send_approval, approve" in unnamed.message
+    unknown = check_decision(intr, Decision(kind=DecisionKind.RESPOND, response=1, handler="x"))
+    assert unknown is not None and "'x' does not answer" in unknown.message
+    named = Decision(kind=DecisionKind.RESPOND, response={"ok": True}, handler="approve")
+    assert check_decision(intr, named) is None
+
+
+def test_a_payload_is_checked_against_the_handlers_published_schema():
+    schema = {"type": "object", "required": ["approved"],
+              "properties": {"approved": {"type": "boolean"}}}
+    intr = _native(handlers=[{"name": "send_approval", "kind": "signal", "args_schema": schema}])
+    bad = check_decision(intr, Decision(kind=DecisionKind.RESPOND, response={"approved": "y"}))
+    assert bad is not None and bad.path == "payload.approved", bad
+    good = Decision(kind=DecisionKind.RESPOND, response={"approved": True})
+    assert check_decision(intr, good) is None
+
+
+def test_a_batched_interrupt_takes_one_allowed_decision_per_call_in_order():
+    from console.model import InterruptKind
+
+    intr = _native(kind=InterruptKind.MIDDLEWARE, allowed_decisions=["approve", "edit", "reject"],
+                   actions=[{"action": "write_file", "allowed_decisions": ["approve", "reject"]},
+                            {"action": "send_email",
+                             "allowed_decisions": ["approve", "edit", "reject"]}])
+    one = Decision(kind=DecisionKind.APPROVE)
+    assert (p := check_decision(intr, one)) is not None and p.path == "decisions"
+    calls = [Decision(kind=DecisionKind.EDIT, args={"path": "x"}),
+             Decision(kind=DecisionKind.APPROVE)]
+    wrong = check_decision(intr, Decision(kind=DecisionKind.APPROVE, decisions=calls))
+    assert wrong is not None and wrong.path == "decisions[0].decision", wrong
+    silent = [Decision(kind=DecisionKind.APPROVE), Decision(kind=DecisionKind.REJECT)]
+    no_text = check_decision(intr, Decision(kind=DecisionKind.APPROVE, decisions=silent))
+    assert no_text is not None and no_text.path == "decisions[1].feedback"
+    fine = [Decision(kind=DecisionKind.APPROVE),
+            Decision(kind=DecisionKind.EDIT, args={"to": "a@example.com"})]
+    assert check_decision(intr, Decision(kind=DecisionKind.APPROVE, decisions=fine)) is None

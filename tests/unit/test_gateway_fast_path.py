@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from console.gateway.hub import Event, Hub, event_scope, lag_decision
+from console.gateway.event_log import Event, event_scope, lag_decision
+from console.gateway.hub import Hub
 from console.gateway.protocol import (
     MAX_BATCH_BEATS,
     AgentHeartbeat,
@@ -95,7 +96,7 @@ def test_lag_decision_sends_events_or_resyncs_from_a_snapshot(cursor, seq, first
 def test_a_subscriber_falling_behind_is_told_to_resync_and_memory_stays_the_log():
     hub = Hub(event_log_size=1000)
     hub.max_lag = 100
-    from console.gateway.hub import Subscriber
+    from console.gateway.event_log import Subscriber
 
     fast, slow = Subscriber(wake=lambda: None), Subscriber(wake=lambda: None)
     hub.subscribers |= {fast, slow}

@@ -97,8 +97,8 @@ def test_an_interrupt_turns_decided_with_the_approvals_the_journal_holds_then():
     from console.gateway.journal_store import DecisionClaim
 
     approvals: list[str] = ["alice"]
-    hub = Hub()
-    hub.interrupt_overlay = lambda i: i.model_copy(update={"description": ",".join(approvals)})
+    hub = Hub(interrupt_overlay=lambda i: i.model_copy(
+        update={"description": ",".join(approvals)}))
     hub.observe_runs([_run()])
     polled = Interrupt(id=f"{RID}#wf/1", run_id=RID, native_id="wf/1", title="Deploy?")
     told = Interrupt(id=f"{RID}#wf/2", run_id=RID, native_id="wf/2", title="Deploy?")

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from console.gateway import hub as hub_module
-from console.gateway.hub import HISTORY_RUNS, Hub
+from console.gateway import run_store as run_store_module
+from console.gateway.agent_beats import HISTORY_RUNS
+from console.gateway.hub import Hub
 from console.gateway.protocol import AgentHeartbeat
 from console.model import Resource, Run, RunState
 
@@ -49,9 +50,8 @@ def _two_hubs(runs: list[Run]) -> tuple[Hub, Hub, Clock]:
 def _full_flush(hub: Hub) -> None:
     """What a flush did before the short paths: the full merge for every dirty run."""
     now = hub.clock()
-    dirty, hub._dirty = hub._dirty, set()
-    for run_id in dirty:
-        hub._refresh(run_id, now)
+    for run_id in hub.beats.take_dirty():
+        hub.run_store.refresh(run_id, now)
 
 
 def _state(hub: Hub, run_id: str) -> dict[str, Any]:
@@ -95,8 +95,8 @@ def test_the_first_beat_takes_the_short_path_without_the_full_merge(monkeypatch)
     def no_merge(*_a: Any, **_k: Any) -> None:
         raise AssertionError("full merge")
 
-    monkeypatch.setattr(hub, "_merge", no_merge)
-    monkeypatch.setattr(hub_module, "_differs", no_merge)
+    monkeypatch.setattr(hub.run_store, "_merge", no_merge)
+    monkeypatch.setattr(run_store_module, "_differs", no_merge)
     for i in range(3):
         hub.agent_heartbeat(f"dbos:local/wf-{i}", _beat(i, seq=1, at=T0, progress=0.5))
     before = hub.seq
@@ -123,7 +123,7 @@ def test_silence_turns_a_run_late_then_lost_as_the_full_merge_would() -> None:
     for seconds in (8, 13):  # late after 5 s + margin, lost after the 12 s timeout
         clock.now = T0 + timedelta(seconds=seconds)
         fast.tick()
-        full._refresh("dbos:local/wf-0", clock.now)
+        full.run_store.refresh("dbos:local/wf-0", clock.now)
         assert _state(fast, "dbos:local/wf-0") == _state(full, "dbos:local/wf-0")
         event = _last_run_event(fast)
         assert event == _last_run_event(full)
@@ -141,7 +141,7 @@ def test_a_late_run_that_beats_again_is_running_and_the_event_is_urgent() -> Non
     hub.tick()
     assert hub.runs["dbos:local/wf-0"].state is RunState.LATE
     woken: list[bool] = []
-    from console.gateway.hub import Subscriber
+    from console.gateway.event_log import Subscriber
 
     sub = Subscriber(wake=lambda: woken.append(True), cursor=hub.seq)
     hub.subscribers.add(sub)

@@ -5,8 +5,10 @@ also those inside functions) and at import time.
 Layers, top to bottom: ``console.demo`` (``irq demo``: starts the gateway, fleets and the TUI
 as child processes) / ``console.cli`` / ``console.tui`` / ``console.gateway`` /
 ``console.client`` / ``console.model`` + ``console.semantics`` / ``backend_adapters``.
-``tests/`` and ``tools/`` sit outside the product: they may import anything, nothing in the
-product imports them.
+``tests/``, ``tools/``, ``benchmarks/`` and ``devtools/`` sit outside the product, and nothing in
+the product imports them. ``devtools/`` (starting real servers) is shared by the tests and the
+benchmarks and tools: they import it, it imports none of them, and nothing but ``tests/``
+imports ``tests`` (a changed test helper must not break a benchmark).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("console", "backend_adapters")
 #: scanned for import cycles too (not product, but a cycle there is as confusing)
-OUTSIDE_PRODUCT = ("tests/support", "tools")
+OUTSIDE_PRODUCT = ("tests/support", "tools", "devtools")
 
 _UPPER_CONSOLE = {"console.gateway", "console.tui", "console.cli", "console.demo"}
-_NOT_PRODUCT = {"tests", "tools"}
+_NOT_PRODUCT = {"tests", "tools", "devtools"}
 
 FORBIDDEN: dict[str, set[str]] = {
     # Adapters know nothing of the console's transport and UIs; they may use the pure core
@@ -199,7 +201,7 @@ def test_each_layer_imports_only_downwards_also_inside_functions():
 
 def test_the_demo_is_reached_only_through_irq_demo():
     """``git grep`` for it, as a user would: outside console/demo/ only the documented entry
-    imports the demo, and nothing in the product imports tests/ or tools/."""
+    imports the demo, and nothing in the product imports tests/, tools/ or devtools/."""
     problems = []
     for path in python_files(*PRODUCT):
         rel = str(path.relative_to(ROOT))
@@ -218,7 +220,7 @@ def test_the_demo_is_reached_only_through_irq_demo():
 
 def test_no_demo_or_sample_module_lives_in_the_adapter_cli_or_tui_packages():
     """Demo code lives under console/demo/ (a folder per backend), test support under
-    tests/support/, the screenshot tooling under tools/."""
+    tests/support/ and devtools/, the screenshot tooling under tools/."""
     found = [
         str(path.relative_to(ROOT))
         for path in python_files("backend_adapters", "console")
@@ -226,6 +228,47 @@ def test_no_demo_or_sample_module_lives_in_the_adapter_cli_or_tui_packages():
         and any(word in path.stem for word in SCAFFOLDING_WORDS)
     ]
     assert found == []
+
+
+# ------------------------------------------------------------- what may import the tests
+
+#: code outside tests/ that tests must not reach into: what both share lives in devtools/
+SHARES_WITH_TESTS = ("benchmarks", "tools", "devtools")
+
+
+def imports_of_tests(*roots: str) -> list[str]:
+    """Every import of ``tests`` (or a module under it) in the files under ``roots``, also
+    inside functions, with file:line; and every ``python -m tests.…`` module name, which
+    imports it in a child process."""
+    problems = []
+    for path in python_files(*roots):
+        rel = str(path.relative_to(ROOT))
+        for imp in imports_of(path):
+            if _matches(imp.module, "tests"):
+                problems.append(f"{rel}:{imp.line} imports {imp.module}")
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and node.value.startswith("tests.") and node.value.isascii()
+                    and all(part.isidentifier() for part in node.value.split("."))):
+                problems.append(f"{rel}:{node.lineno} names the module {node.value}")
+    return problems
+
+
+def test_the_tests_import_finder_finds_imports_of_tests():
+    # tests may import tests: a helper importing another, a test starting a worker by module
+    found = imports_of_tests("tests/support/hostile_fleet.py",
+                             "tests/adapters/temporal/test_temporal_policy_gateway.py")
+    assert any(f.startswith("tests/support/hostile_fleet.py:")
+               and f.endswith(" imports tests.support.hostile_dbos_agent") for f in found)
+    assert any(f.startswith("tests/adapters/temporal/test_temporal_policy_gateway.py:")
+               and f.endswith(" names the module tests.support.temporal_policy_worker")
+               for f in found)
+
+
+def test_benchmarks_tools_and_devtools_do_not_import_tests():
+    """Benchmarks and tools share server start-up with the tests through devtools/, which is
+    neither: so a changed test helper or fixture cannot break a benchmark."""
+    assert imports_of_tests(*SHARES_WITH_TESTS) == []
 
 
 # --------------------------------------------------------------------------------- cycles

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from console.cli.runs import select_interrupts, select_runs
+from console.cli.inbox import select_interrupts
+from console.cli.runs import select_runs
 from console.client import FleetView
 from console.model import Interrupt, Resource, Run, RunState
 

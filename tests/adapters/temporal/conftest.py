@@ -12,7 +12,7 @@ from backend_adapters.base import MemoryPauseLedger
 from backend_adapters.registry import open_backend
 from backend_adapters.temporal.adapter import TemporalBackend
 from backend_adapters.temporal.dev_server import DevServer
-from tests.support.temporal_sample_worker import WorkerProcess
+from devtools.temporal_sample_worker import WorkerProcess
 
 
 @pytest.fixture(scope="session")

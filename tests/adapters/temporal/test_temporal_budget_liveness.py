@@ -18,7 +18,7 @@ from backend_adapters.registry import open_backend
 from backend_adapters.temporal.adapter import TemporalBackend
 from backend_adapters.temporal.dev_server import DevServer
 from console.model import RunState
-from tests.support.temporal_sample_worker import WorkerProcess
+from devtools.temporal_sample_worker import WorkerProcess
 
 FAST_POLL_S = 0.1
 SMALL_RPS = 20.0  # the default budget: three listing calls per 0.1 s poll would need 30/s

@@ -7,7 +7,7 @@
   delivered to it.
 - ``IdleAgent``: runs until cancelled, optionally waiting on one interrupt (fleet filler).
 
-Run them with ``python -m tests.support.temporal_sample_worker ADDRESS TASK_QUEUE``.
+Run them with ``python -m devtools.temporal_sample_worker ADDRESS TASK_QUEUE``.
 """
 
 from __future__ import annotations

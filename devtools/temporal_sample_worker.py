@@ -2,7 +2,7 @@
 :class:`WorkerProcess`, which the Temporal tests and ``benchmarks/temporal_observe.py`` use to
 run one as a child process.
 
-    python -m tests.support.temporal_sample_worker ADDRESS TASK_QUEUE [IDENTITY] [CADENCE_S]
+    python -m devtools.temporal_sample_worker ADDRESS TASK_QUEUE [IDENTITY] [CADENCE_S]
 
 Prints ``ready`` once polling; runs until stopped.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from console.processes import ChildProcess
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 async def serve(address: str, task_queue: str, identity: str, cadence_s: float) -> None:
@@ -26,7 +26,7 @@ async def serve(address: str, task_queue: str, identity: str, cadence_s: float) 
     from temporalio.worker import Worker
 
     from backend_adapters.temporal.agent import worker_options
-    from tests.support.temporal_sample_agents import ACTIVITIES, WORKFLOWS
+    from devtools.temporal_sample_agents import ACTIVITIES, WORKFLOWS
 
     client = await Client.connect(address, identity=identity)
     worker = Worker(
@@ -62,7 +62,7 @@ class WorkerProcess:
     def start(self, timeout: float = 30.0) -> None:
         # the module lives in the repository, not in the installed package
         path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-        argv = [sys.executable, "-m", "tests.support.temporal_sample_worker", self.address,
+        argv = [sys.executable, "-m", "devtools.temporal_sample_worker", self.address,
                 self.task_queue, self.identity, str(self.cadence_s)]
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.child = ChildProcess(self.identity, argv, self.log_path, env={"PYTHONPATH": path})

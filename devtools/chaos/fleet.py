@@ -21,6 +21,7 @@ from typing import Any
 from console.gateway.auth import create_token
 from console.model import Role
 from console.processes import ChildProcess, free_port
+from devtools import postgres_server as pg
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,7 +167,7 @@ def make_tokens(home: Path, *, clients: int = 1, agents: int = 1,
 @dataclass
 class JournalPostgres:
     """A private PostgreSQL server for the gateways' shared journal, from the ``pgserver``
-    wheel's binaries (as tests/adapters/postgres_server.py finds and runs them), in a temp dir
+    wheel's binaries (as devtools/postgres_server.py finds and runs them), in a temp dir
     of its own, on one port for its whole life: :meth:`restart` brings it back where the
     gateways' ``--journal`` URL points."""
 
@@ -185,19 +186,17 @@ class JournalPostgres:
         import subprocess
         import tempfile
 
-        from tests.adapters import postgres_server as pg
-
-        self._run_as = pg._run_as()
+        self._run_as = pg.server_user()
         # the system's temp dir, not the caller's: pytest's tmp dirs are private to root
         # (0700) and, as root, the server runs as nobody (as in the postgres_server fixture)
         self.base = Path(tempfile.mkdtemp(prefix="irq-chaos-pg-"))
         if self._run_as.user is not None:
             os.chown(self.base, self._run_as.user, self._run_as.group or -1)
-        self._bin = pg._bin_dir(pg.packaged_install(), self.base, self._run_as)
+        self._bin = pg.bin_dir(pg.packaged_install(), self.base, self._run_as)
         subprocess.run(
             [str(self._bin / "initdb"), "-D", str(self.base / "data"), "-U", pg.PG_USER,
              "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
-            cwd=self.base, env=pg._env(), stdin=subprocess.DEVNULL, capture_output=True,
+            cwd=self.base, env=pg.server_env(), stdin=subprocess.DEVNULL, capture_output=True,
             timeout=120, check=True, **self._run_as.popen_kwargs())  # fmt: skip
         self._postmaster()
         import psycopg
@@ -211,15 +210,14 @@ class JournalPostgres:
 
         import psycopg
 
-        from tests.adapters import postgres_server as pg
-
         assert self.base is not None and self._bin is not None
         options = [f"-c{k}={v}" for k, v in pg.FAST.items()]
         with (self.base / "postgres.log").open("ab") as out:
             self.process = subprocess.Popen(
                 [str(self._bin / "postgres"), "-D", str(self.base / "data"), "-p",
                  str(self.port), "-k", str(self.base), *options],
-                cwd=self.base, env=pg._env(), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                cwd=self.base, env=pg.server_env(), stdin=subprocess.DEVNULL, stdout=out,
+                stderr=out,
                 **self._run_as.popen_kwargs())
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.process.poll() is None:
@@ -234,10 +232,8 @@ class JournalPostgres:
 
     def shutdown(self) -> None:
         """Fast shutdown of the postmaster by its pid (connections are cut)."""
-        from tests.adapters import postgres_server as pg
-
         if self.process is not None:
-            pg._stop(self.process)
+            pg.stop_postmaster(self.process)
 
     def restart(self) -> None:
         self.shutdown()

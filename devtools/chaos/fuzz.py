@@ -31,7 +31,7 @@ from typing import Any
 
 from console.gateway.protocol import MAX_FRAME_BYTES
 from console.gateway.settings import GatewaySettings
-from tests.chaos.fleet import GatewayProcess, make_tokens
+from devtools.chaos.fleet import GatewayProcess, make_tokens
 
 PING_EVERY = 500
 PING_REFILL_S = 0.05  # 5 frames at 100/s per connection, 15 at 300/s per identity

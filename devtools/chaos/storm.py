@@ -32,7 +32,7 @@ from typing import Any
 
 from console.client import GatewayClient, GatewayError
 from console.model import Action, Decision, DecisionKind
-from tests.chaos.fleet import (
+from devtools.chaos.fleet import (
     DBOSWorkerProcess,
     GatewayProcess,
     JournalPostgres,
@@ -103,7 +103,7 @@ class StormReport:
 
 @contextlib.contextmanager
 def postgres_journal() -> Iterator[str]:
-    """A private PostgreSQL server (:class:`~tests.chaos.fleet.JournalPostgres`), yielding the
+    """A private PostgreSQL server (:class:`~devtools.chaos.fleet.JournalPostgres`), yielding the
     journal URL; stopped by its pid."""
     server = JournalPostgres()
     try:
@@ -359,7 +359,7 @@ class Storm:
 
     async def settle(self, timeout_s: float) -> None:
         """Wait for every workflow to finish, then count deliveries from the agents' records."""
-        from tests.support.dbos_record import read_record
+        from devtools.dbos_record import read_record
 
         deadline = time.monotonic() + timeout_s
         delivered: dict[tuple[str, str], int] = {}
@@ -402,7 +402,7 @@ async def run_storm(workdir: Path, *, kills: int = 100, journal: str = "postgres
                     seed: int = 7) -> StormReport:
     """Start the fleet in ``workdir``, storm it with ``kills`` SIGKILLs, drain, count."""
     from backend_adapters.temporal.dev_server import DevServer
-    from tests.support.temporal_sample_worker import WorkerProcess
+    from devtools.temporal_sample_worker import WorkerProcess
 
     report = StormReport(journal=journal, gateways=2 if journal == "postgresql" else 1)
     workdir.mkdir(parents=True, exist_ok=True)

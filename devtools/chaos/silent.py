@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from console.client import GatewayClient
-from tests.chaos.fleet import GatewayProcess, make_tokens
+from devtools.chaos.fleet import GatewayProcess, make_tokens
 
 
 @dataclass

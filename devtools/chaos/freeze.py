@@ -22,7 +22,7 @@ from typing import Any
 
 from console.client import GatewayClient, GatewayError
 from console.model import Action, Decision, DecisionKind
-from tests.chaos.fleet import (
+from devtools.chaos.fleet import (
     DBOSWorkerProcess,
     GatewayProcess,
     approval_plan,
@@ -99,7 +99,7 @@ async def _decide_once(gw: GatewayProcess, token: str, iid: str, key: str,
 
 async def run_backend_freeze(workdir: Path, *, freeze_s: float = 15.0) -> FreezeReport:
     from backend_adapters.temporal.dev_server import DevServer
-    from tests.support.temporal_sample_worker import WorkerProcess
+    from devtools.temporal_sample_worker import WorkerProcess
 
     report = FreezeReport()
     with contextlib.ExitStack() as stack:
@@ -179,7 +179,7 @@ async def run_backend_freeze(workdir: Path, *, freeze_s: float = 15.0) -> Freeze
 
 async def run_gateway_freeze(workdir: Path, report: FreezeReport, *,
                              freeze_s: float = 25.0) -> FreezeReport:
-    from tests.support.dbos_record import settled_record
+    from devtools.dbos_record import settled_record
 
     with contextlib.ExitStack() as stack:
         home = workdir / "gwfreeze-home"
@@ -259,8 +259,8 @@ async def run_postgres_restart(workdir: Path, *, down_s: float = 5.0) -> Postgre
     """The shared journal's PostgreSQL stopped (fast shutdown) while an operator decides, then
     started again on the same port: the decision, re-sent with its key, reaches the agent
     once, and the gateway never exits."""
-    from tests.chaos.fleet import JournalPostgres
-    from tests.support.dbos_record import settled_record
+    from devtools.chaos.fleet import JournalPostgres
+    from devtools.dbos_record import settled_record
 
     report = PostgresRestartReport()
     with contextlib.ExitStack() as stack:

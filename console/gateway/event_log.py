@@ -1,0 +1,273 @@
+"""The gateway's event log and fan-out: sequence numbers, subscribers, one encoding per event.
+
+Every change becomes an event with a monotonically increasing sequence number, kept in a
+bounded log so a reconnecting client resumes from its last number. Events are encoded once,
+lazily, for all clients (:class:`Event`); subscribers are cursors into the log, not queues of
+their own, so a slow client costs no memory beyond the log: when its cursor falls more than
+``max_lag`` events behind (or off the log), the server resyncs it from a snapshot
+(:func:`lag_decision`). A beat that changes nothing but the run's heartbeat time and progress
+becomes a ``run`` event whose full form is rendered only when a client asks for it; clients
+that asked for compact beats get ``beat`` events.
+
+The log is fed (by the run store, the interrupt store, the gateway) and calls nobody back but
+the subscribers' wake-ups and the listeners (webhooks, peering), which must not block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import orjson
+
+from console.gateway.protocol import SubscriptionFilter, encode
+from console.model import Run
+
+MAX_LAG = 100_000  # events a subscriber may fall behind before it is resynced (the log's
+# default size: a client is resynced when the log no longer reaches back to its cursor)
+
+#: renders a run's contract as of an event: the run, its heartbeat time and progress then
+RunRenderer = Callable[[Run, datetime | None, float | None], bytes]
+
+
+class Event(dict[str, Any]):
+    """One published event, ``{"seq", "kind", "data"}``, with its encodings made once for
+    every client. A beat event (``run_ref`` set) has no ``data`` stored: its full form (the
+    run contract) is rendered from the run when first asked for, with the beat's heartbeat
+    time and progress; its compact form is ``{"id", "heartbeat_at", "progress"}``."""
+
+    __slots__ = ("scope", "run_ref", "beat", "state", "at", "render", "_full", "_compact")
+
+    def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
+                 scope: str | None, run_ref: Run | None = None,
+                 beat: dict[str, Any] | None = None, *, state: bool = False) -> None:
+        super().__init__(seq=seq, kind=kind)
+        if data is not None:
+            self["data"] = data
+        self.scope = scope  # BACKEND:CONTEXT the event is about (None: no context)
+        self.run_ref = run_ref
+        self.beat = beat
+        #: a ``run`` event rendered lazily from ``run_ref`` that is more than a beat (its
+        #: state, cadence or warnings changed): every client gets its full form
+        self.state = state
+        #: the run's heartbeat time as of the event, and the run store's renderer of a
+        #: run's contract with it (run_contracts.py: cached between events and snapshots)
+        self.at: datetime | None = None
+        self.render: RunRenderer | None = None
+        self._full: bytes | None = None
+        self._compact: bytes | None = None
+
+    @property
+    def seq(self) -> int:
+        return int(self["seq"])
+
+    def __missing__(self, key: str) -> Any:
+        if key == "data" and self.run_ref is not None and self.beat is not None:
+            return self._render()
+        if key == "data" and self._full is not None:  # dropped once encoded (see full())
+            return orjson.loads(self._full)["data"]
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def _render(self) -> dict[str, Any]:
+        run, beat = self.run_ref, self.beat
+        assert run is not None and beat is not None
+        data = run.contract()
+        data["heartbeat_at"] = beat["heartbeat_at"]
+        data["progress"] = beat["progress"]
+        return data
+
+    def full(self) -> bytes:
+        """The event as every client without compact beats gets it."""
+        if self._full is None and self.render is not None and self.run_ref is not None \
+                and self.beat is not None and "data" not in self:
+            self._full = (b'{"seq":' + str(self["seq"]).encode() + b',"kind":"run","data":'
+                          + self.render(self.run_ref, self.at, self.beat["progress"]) + b"}")
+            if self.state:
+                self.run_ref = None  # nor a run that may have been replaced since
+        if self._full is None:
+            self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
+            # the log keeps the encoding, not the objects too (a run's contract is ~3x its
+            # JSON in memory); ``event["data"]`` decodes it again
+            dict.pop(self, "data", None)
+            if self.state:
+                self.run_ref = None  # nor a run that may have been replaced since
+        return self._full
+
+    def compact(self) -> bytes:
+        """A beat event as a ``beat`` event; any other event as :meth:`full`."""
+        if self.beat is None or self.state:
+            return self.full()
+        if self._compact is None:
+            self._compact = encode({"seq": self["seq"], "kind": "beat", "data": self.beat})
+        return self._compact
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """A connected client: a cursor into the event log; the server flushes in batches."""
+
+    wake: Callable[[], None]
+    cursor: int = 0  # the last seq this client was sent (or covered by its snapshot)
+    filter: SubscriptionFilter | None = None
+    compact_beats: bool = False
+    urgent: bool = False  # a state event (not a beat) waits: flush soon
+    resyncs: int = 0  # snapshots sent because the client fell behind
+
+
+def lag_decision(cursor: int, seq: int, first_logged: int | None,
+                 max_lag: int) -> Literal["current", "send", "resync"]:
+    """What a subscriber at ``cursor`` gets when the hub is at ``seq`` and its log starts at
+    ``first_logged``: nothing, the events after its cursor, or (too far behind, or the log
+    no longer reaches back) a fresh snapshot."""
+    if cursor >= seq:
+        return "current"
+    if seq - cursor > max_lag or first_logged is None or first_logged > cursor + 1:
+        return "resync"
+    return "send"
+
+
+def event_scope(kind: str, data: dict[str, Any]) -> str | None:
+    """The ``BACKEND:CONTEXT`` an event is about, for subscription filters (None: none)."""
+    if kind == "backend":
+        return f"{data.get('backend')}:{data.get('context')}"
+    ref = data.get("run_id") if kind in ("interrupt", "notice", "obligation") else (
+        data.get("target") if kind == "audit" else data.get("id"))
+    if kind == "interrupt_removed":
+        ref = data.get("id")
+    if not isinstance(ref, str) or "/" not in ref:
+        return None
+    head = ref.split("/", 1)[0]
+    return head if ":" in head else None
+
+
+class EventLog:
+    """The bounded log of published events and the subscribers reading it."""
+
+    def __init__(self, *, size: int = 100_000, max_lag: int = MAX_LAG) -> None:
+        self.epoch = uuid.uuid4().hex[:12]
+        self.seq = 0
+        self.log: deque[dict[str, Any]] = deque(maxlen=size)
+        self.subscribers: set[Subscriber] = set()
+        self.max_lag = max_lag
+        #: called with every published event but beats (the webhooks classify; they must
+        #: not block)
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._isos: dict[int, tuple[datetime, str]] = {}  # see iso
+        self._batching = 0  # inside a flush or tick: subscribers are woken at its end
+        self._pending_wake = 0  # 1: beats wait, 2: a state event waits
+
+    def publish(self, kind: str, data: dict[str, Any]) -> Event:
+        self.seq += 1
+        event = Event(self.seq, kind, data, event_scope(kind, data))
+        self.log.append(event)
+        self._notify(urgent=True)
+        for listener in self.listeners:
+            listener(event)
+        event.full()  # encoded now, and only the encoding stays in the log
+        return event
+
+    def publish_run(self, run: Run, render: RunRenderer, *, urgent: bool = True) -> Event:
+        """A ``run`` event rendered from ``run`` (by ``render``) when first asked for (a run's
+        contract and its encoding cost more than the rest of a merge; the 100,000 events of
+        the first beats need neither until a client reads them). The run object is never
+        changed after this but for its heartbeat time and progress (the beat fast path),
+        which the event keeps as they are now."""
+        self.seq += 1
+        at = run.heartbeat_at
+        beat = {"id": run.id, "heartbeat_at": self.iso(at), "progress": run.progress}
+        event = Event(self.seq, "run", None, run.id.partition("/")[0], run, beat, state=True)
+        event.at, event.render = at, render
+        self.log.append(event)
+        self._notify(urgent=urgent)
+        for listener in self.listeners:
+            listener(event)
+        return event
+
+    def publish_beat(self, run: Run, render: RunRenderer) -> None:
+        """A beat that changed only the heartbeat time and progress (no wake: the caller
+        wakes the subscribers once per flush, :meth:`beats_wait`; listeners skip it, the
+        state did not change)."""
+        self.seq += 1
+        at = run.heartbeat_at
+        run_id = run.id
+        event = Event(self.seq, "run", None, run_id.partition("/")[0], run,
+                      {"id": run_id, "heartbeat_at": self.iso(at), "progress": run.progress})
+        event.at, event.render = at, render
+        self.log.append(event)
+
+    def beats_wait(self) -> None:
+        """Beat events were logged inside a batch: wake the subscribers at its end."""
+        self._pending_wake = self._pending_wake or 1
+
+    def _notify(self, *, urgent: bool) -> None:
+        """Wake the subscribers (``urgent``: a state event waits, flush it soon). Within a
+        flush or a tick, once at its end: a storm of late runs woke every subscriber once
+        per event (50 clients x thousands of events)."""
+        if self._batching:
+            self._pending_wake = max(self._pending_wake, 2 if urgent else 1)
+            return
+        for sub in self.subscribers:
+            if urgent:
+                sub.urgent = True
+            sub.wake()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Publish many events, wake the subscribers once at the end."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching and self._pending_wake:
+                urgent, self._pending_wake = self._pending_wake == 2, 0
+                self._notify(urgent=urgent)
+
+    def iso(self, at: datetime | None) -> str | None:
+        """``at.isoformat()``, once per datetime object: the beats of one frame share one
+        time object, and the runs one tick turns late share its ``now``."""
+        if at is None:
+            return None
+        known = self._isos.get(id(at))
+        if known is not None and known[0] is at:
+            return known[1]
+        if len(self._isos) >= 256:
+            self._isos.clear()
+        iso = at.isoformat()
+        self._isos[id(at)] = (at, iso)
+        return iso
+
+    def events_since(self, since: int) -> list[Event] | None:
+        """Events after ``since``; None when the log no longer reaches back that far."""
+        if since >= self.seq:
+            return []
+        if not self.log or self.log[0]["seq"] > since + 1:
+            return None
+        newer = self.seq - since
+        return list(itertools.islice(reversed(self.log), newer))[::-1]
+
+    def take(self, sub: Subscriber, limit: int = 20_000) -> list[Event] | None:
+        """The next events for ``sub`` (at most ``limit``, its cursor moves past them), or
+        None when it must be resynced from a snapshot (:func:`lag_decision`)."""
+        first = self.log[0]["seq"] if self.log else None
+        decision = lag_decision(sub.cursor, self.seq, first, self.max_lag)
+        if decision == "current":
+            return []
+        if decision == "resync":
+            return None
+        newer = self.seq - sub.cursor
+        events = list(itertools.islice(reversed(self.log), newer))[::-1][:limit]
+        sub.cursor = events[-1].seq if events else self.seq
+        return events

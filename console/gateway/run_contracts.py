@@ -1,0 +1,97 @@
+"""Runs' contracts encoded for the wire, the rest of each cached between snapshots and events.
+
+A run's contract is encoded once per version of the run, not once per snapshot (100,000
+contracts took seconds): the fields that move with the clock or the agent's beats
+(:data:`CONTRACT_DYNAMIC`) are encoded each time and come last, the rest is cached while the
+run object is the indexed version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from console.gateway.protocol import encode
+from console.model import Run
+
+#: fields of a run's contract that change without a new run object (the beat fast path),
+#: with the time, or with what an agent's beats change (its cadence and timeout, the state,
+#: the warnings those imply): the cached rest of a contract outlives such changes, so a
+#: fleet's first beats do not void the contracts cached at its first poll
+CONTRACT_DYNAMIC = ("heartbeat_at", "progress", "heartbeat_age_s", "observed_age_s",
+                    "suspected_state", "state", "updated_at", "heartbeat_interval_s",
+                    "heartbeat_timeout_s", "warnings")
+
+AS_IS: Any = object()  # ContractCache.encoded: the run's own value
+
+
+class ContractCache:
+    """The encoded contracts of the runs in ``runs`` (the run store's index, read only)."""
+
+    def __init__(self, runs: dict[str, Run], *, iso: Callable[[datetime | None], str | None],
+                 clock: Callable[[], datetime]) -> None:
+        self.runs = runs
+        self.iso = iso
+        self.clock = clock
+        #: run id -> its contract encoded without the fields that change in place or with
+        #: the time (CONTRACT_DYNAMIC); dropped when the run object is replaced
+        self.static: dict[str, bytes] = {}
+
+    def render(self, run: Run, at: datetime | None, progress: float | None) -> bytes:
+        """A ``run`` event's full form (event_log.RunRenderer)."""
+        return self.encoded(run, self.clock(), at=at, progress=progress)
+
+    def encoded(self, run: Run, now: datetime, *, at: Any = AS_IS,
+                progress: Any = AS_IS) -> bytes:
+        """``encode(run.contract(now))`` (the same fields and values; the fields that move
+        with the clock or the beats come last), its rest cached. ``at``, ``progress``: the
+        run's heartbeat time and progress as of an event (the beat fast path changes them
+        in place since)."""
+        static = self.static.get(run.id) if self.runs.get(run.id) is run else None
+        if static is None:
+            static = self.encode_static(run, now)
+        if (at is AS_IS or at is run.heartbeat_at) and (
+                progress is AS_IS or progress == run.progress):
+            at, progress, view = run.heartbeat_at, run.progress, run
+        else:
+            at = run.heartbeat_at if at is AS_IS else at
+            progress = run.progress if progress is AS_IS else progress
+            view = copy_run(run, {"heartbeat_at": at, "progress": progress})
+        suspected = view.suspected_state(now)
+        return static + b"," + encode({
+            "heartbeat_interval_s": run.heartbeat_interval_s,
+            "heartbeat_timeout_s": run.heartbeat_timeout_s, "warnings": run.warnings,
+            "heartbeat_at": self.iso(at), "progress": progress,
+            "state": view.state.value, "updated_at": self.iso(view.updated_at),
+            "heartbeat_age_s": view.heartbeat_age_s(now),
+            "observed_age_s": view.observed_age_s(now),
+            "suspected_state": suspected.value if suspected is not None else None,
+        })[1:]
+
+    def encode_static(self, run: Run, now: datetime) -> bytes:
+        """The encoded contract of ``run`` without its CONTRACT_DYNAMIC fields (and without
+        its closing brace), cached while ``run`` is the indexed version."""
+        data = run.contract(now)
+        for key in CONTRACT_DYNAMIC:
+            del data[key]
+        static = encode(data)[:-1]
+        if self.runs.get(run.id) is run:
+            self.static[run.id] = static
+        return static
+
+    def drop(self, run_id: str) -> None:
+        self.static.pop(run_id, None)
+
+
+def copy_run(run: Run, update: dict[str, Any]) -> Run:
+    """``run.model_copy(update=update)`` without its cost in memory: the copy shares the
+    original's set of explicitly set fields (the hub never dumps with exclude_unset)."""
+    new = Run.__new__(Run)
+    fields = dict(run.__dict__)
+    fields.update(update)
+    object.__setattr__(new, "__dict__", fields)
+    object.__setattr__(new, "__pydantic_fields_set__", run.__pydantic_fields_set__)
+    object.__setattr__(new, "__pydantic_extra__", run.__pydantic_extra__)
+    object.__setattr__(new, "__pydantic_private__", run.__pydantic_private__)
+    return new
