@@ -89,6 +89,13 @@ class ContextLeases:
         if self.shared:
             journal.create_tables(list(SCHEMA))
 
+    def add_context(self, context_key: str) -> None:
+        """One more context to lease (a backend added before the gateway starts); on an
+        exclusive journal it is held at once, like the others."""
+        self.contexts = sorted({*self.contexts, context_key})
+        if not self.shared:
+            self.held.add(context_key)
+
     def holds(self, context_key: str) -> bool:
         return context_key in self.held
 

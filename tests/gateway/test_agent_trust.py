@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from console.client import GatewayClient
-from console.gateway import server
+from console.gateway import hello
 
 
 async def _settled(tg, run_id: str):
@@ -156,7 +156,7 @@ async def test_operators_and_admins_do_not_push_beats(trust_gateway):
 
 
 async def test_the_agent_channel_closes_a_connection_without_hello(trust_gateway, monkeypatch):
-    monkeypatch.setattr(server, "HELLO_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(hello, "HELLO_TIMEOUT_S", 0.5)
     headers = {"Authorization": f"Bearer {trust_gateway.tokens['agent-a']}"}
     async with connect(trust_gateway.url + "/agent", additional_headers=headers) as ws:
         with pytest.raises(ConnectionClosed) as info:

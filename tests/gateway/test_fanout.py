@@ -96,7 +96,7 @@ async def test_a_client_that_stops_reading_is_resynced_and_never_stalls_the_othe
     assert time.monotonic() - started < 30
     # what the gateway holds for the silent client is bounded (one frame in flight, the
     # rest is the shared log), and it has been marked for a resync
-    for ws in gw._open_sessions:
+    for ws in gw.connections.open_sessions:
         assert ws.transport.get_write_buffer_size() < 8 << 20
     assert gw.hub.seq - min(s.cursor for s in gw.hub.subscribers) > 200
 

@@ -33,8 +33,7 @@ def crash_at(point: str) -> Callable[[str], None]:
 
 
 async def serve(settings: GatewaySettings, hook: Callable[[str], None] | None) -> None:
-    gateway = Gateway(settings)
-    gateway.executor.fault_hook = hook
+    gateway = Gateway(settings, fault_hook=hook)
     await gateway.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

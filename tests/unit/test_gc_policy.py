@@ -68,10 +68,10 @@ def test_the_gateway_collects_fully_once_after_its_index_grew_by_half(tmp_path) 
         gateway.hub.observe_runs([Run(id=f"dbos:local/wf-{i}", backend="dbos",
                                       context="local", native_id=f"wf-{i}")
                                   for i in range(12_000)])
-        gateway._gc_tick()  # a first poll of 12,000 runs: the index grew past 10,000
+        gateway.loops.gc_tick()  # a first poll of 12,000 runs: the index grew past 10,000
         assert policy.full_collections == 1
-        gateway._gc_tick()
-        gateway._gc_tick()  # no growth: survivors frozen, no full collection
+        gateway.loops.gc_tick()
+        gateway.loops.gc_tick()  # no growth: survivors frozen, no full collection
         assert policy.full_collections == 1
     finally:
         policy.stop()
