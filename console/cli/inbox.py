@@ -122,10 +122,11 @@ def select_interrupts(
 
 
 def inbox_table(contracts: list[dict[str, Any]]) -> Table:
-    table = make_table("id", "title", "action", "age", "decisions", "status")
+    table = make_table("id", "kind", "title", "action", "age", "decisions", "status")
     for c in contracts:
         table.add_row(
             esc(c["id"]),
+            esc(c.get("kind") or "helper"),
             esc(c["title"]),
             esc(c["action"] or "-"),
             fmt_age(c["age_s"]),

@@ -149,15 +149,45 @@ def _print_interrupts(interrupts: list[dict[str, Any]], pending_ids: list[str]) 
         return
     print_text()
     print_text("[bold]Interrupts[/]")
-    table = make_table("id", "title", "status", "age")
+    table = make_table("id", "kind", "title", "status", "age", "deadline")
     shown = set()
     for i in interrupts:
         shown.add(i["id"])
-        table.add_row(esc(i["id"]), esc(i["title"]), styled(i["status"]), fmt_age(i["age_s"]))
+        table.add_row(
+            esc(i["id"]),
+            esc(i.get("kind") or "helper"),
+            esc(i["title"]),
+            styled(i["status"]),
+            fmt_age(i["age_s"]),
+            fmt_time(i.get("deadline_at")),
+        )
     for iid in pending_ids:
         if iid not in shown:
-            table.add_row(esc(iid), "-", styled("pending"), "-")
+            table.add_row(esc(iid), "-", "-", styled("pending"), "-", "-")
     print_table(table)
+    for i in interrupts:
+        _print_native_wait(i)
+
+
+def _print_native_wait(intr: dict[str, Any]) -> None:
+    """Where a native wait waits, who answers it, and each call of a batched interrupt."""
+    site, handlers, calls = intr.get("wait_site"), intr.get("handlers"), intr.get("actions")
+    if not (site or handlers or calls):
+        return
+    print_text(f"  [bold]{esc(intr['id'])}[/]")
+    if site:
+        print_text(f"    waits at: {esc(site)}")
+    for h in handlers or []:
+        about = f" - {esc(h.get('description'))}" if h.get("description") else ""
+        schema = " [dim](schema published)[/]" if h.get("args_schema") else ""
+        name = f"{esc(h.get('kind'))} [bold]{esc(h.get('name'))}[/]"
+        print_text(f"    answer with {name}{about}{schema}")
+    for n, call in enumerate(calls or [], 1):
+        allowed = ",".join(call.get("allowed_decisions") or [])
+        print_text(
+            f"    call {n}: {esc(call.get('action'))}({esc(dumps(call.get('args') or {}))}) "
+            f"[dim]{esc(allowed)}[/]"
+        )
 
 
 def _print_journal(journal: list[dict[str, Any]]) -> None:
