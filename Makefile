@@ -28,10 +28,12 @@ install: $(STAMP) $(RESTATE_STAMP)
 demo: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/irq demo
 
+# three workers: most tests wait on real servers, not the CPU (tests/conftest.py groups a
+# file's tests, and the live fleet's, on one worker)
 test: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/ruff check console backend_adapters devtools tests benchmarks tools
 	$(BIN)/mypy console backend_adapters devtools
-	$(BIN)/python -m pytest -q -x -p no:cacheprovider --durations=25
+	$(BIN)/python -m pytest -q -x -p no:cacheprovider --durations=25 -n 3 --dist loadgroup
 
 screenshots: $(STAMP)
 	@command -v rsvg-convert >/dev/null || (apt-get install -y -q librsvg2-bin >/dev/null 2>&1 \
