@@ -21,7 +21,6 @@ from test_demo_policy_temporal import _start_extension
 from console.demo.preemption import control_dir, preempt_command, serve_launcher_requests
 from console.processes import ChildProcess, free_port, stop_process
 
-pytest.importorskip("temporalio")
 pytestmark = [pytest.mark.slow]
 
 
