@@ -6,7 +6,9 @@
   exactly once (its workflow result).
 - **A gateway frozen while agents push**: the gateway that DBOS agents push heartbeats to is
   SIGSTOPped past the websockets keepalive timeout, then resumed; the agents reconnect (their
-  runs report fresh beats again) and a decision taken afterwards reaches its agent once.
+  runs report fresh beats again) and a decision an operator sent while it was frozen (its
+  frame waiting in the frozen gateway's socket, or re-sent with its key after the thaw when
+  the connection did not survive) reaches its agent once.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class FreezeReport:
     backend_freeze_doubled: int = 0
     gateway_frozen_s: float = 0.0
     agents_back_after_s: float | None = None  # fresh beats from every agent after the thaw
+    decision_during_gateway_freeze: str = ""  # outcome/error of the send while frozen
     gateway_freeze_lost: int = 0
     gateway_freeze_doubled: int = 0
     notes: list[str] = field(default_factory=list)
@@ -58,6 +61,7 @@ class FreezeReport:
             "backend_freeze_doubled": self.backend_freeze_doubled,
             "gateway_frozen_s": r(self.gateway_frozen_s),
             "agents_back_after_s": r(self.agents_back_after_s),
+            "decision_during_gateway_freeze": self.decision_during_gateway_freeze,
             "gateway_freeze_lost": self.gateway_freeze_lost,
             "gateway_freeze_doubled": self.gateway_freeze_doubled,
             "freeze_notes": self.notes,
@@ -205,25 +209,46 @@ async def run_gateway_freeze(workdir: Path, report: FreezeReport, *,
         async with GatewayClient(gw.url, token, open_timeout=10) as client:
             start = datetime.now(UTC)
             await _until(lambda: beating(client, start), client, 60)
-        gw.freeze()
-        frozen_at = time.monotonic()
-        await asyncio.sleep(freeze_s)
-        gw.thaw()
-        report.gateway_frozen_s = time.monotonic() - frozen_at
-        thawed = datetime.now(UTC)
-        async with GatewayClient(gw.url, token, open_timeout=20) as client:
-            back = await _until(lambda: beating(client, thawed), client, 90)
-            report.agents_back_after_s = back
             await _until(lambda: any(i.run_id.endswith("/" + asker)
                                      for i in client.view.pending_interrupts()), client, 60)
             iid = next((i.id for i in client.view.pending_interrupts()
                         if i.run_id.endswith("/" + asker)), None)
         if iid is None:
-            report.notes.append("no pending interrupt after the gateway freeze")
+            report.notes.append("no pending interrupt before the gateway freeze")
             report.gateway_freeze_lost += 1
             return report
-        report.notes.append(f"after the gateway freeze: "
-                            f"{await _decide_once(gw, token, iid, uuid.uuid4().hex)}")
+        key = f"gwfreeze-{uuid.uuid4().hex}"
+        deciding = await GatewayClient(gw.url, token, subscribe=False, open_timeout=10,
+                                       request_timeout=freeze_s + 60).__aenter__()
+        gw.freeze()
+        frozen_at = time.monotonic()
+
+        async def decide_while_frozen() -> None:
+            try:
+                res = (await deciding.command(Action.DECIDE, [iid], key=key,
+                                              decision=Decision(kind=DecisionKind.APPROVE)))[0]
+                report.decision_during_gateway_freeze = f"{res.outcome}/{res.error}"
+            except (TimeoutError, GatewayError) as exc:
+                report.decision_during_gateway_freeze = (
+                    f"no answer across the freeze ({type(exc).__name__})")
+
+        try:
+            sending = asyncio.create_task(decide_while_frozen())  # sent into the frozen gateway
+            await asyncio.sleep(freeze_s)  # the freeze itself: how long the gateway hangs
+        finally:
+            gw.thaw()
+            report.gateway_frozen_s = time.monotonic() - frozen_at
+        thawed = datetime.now(UTC)
+        try:
+            await sending
+        finally:
+            with contextlib.suppress(Exception):
+                await deciding.close()
+        async with GatewayClient(gw.url, token, open_timeout=20) as client:
+            back = await _until(lambda: beating(client, thawed), client, 90)
+            report.agents_back_after_s = back
+        # an operator whose send got no answer re-sends it with its key: applied once
+        report.notes.append(f"after the gateway freeze: {await _decide_once(gw, token, iid, key)}")
         record = await settled_record(dbos.db, asker, timeout_s=60)
         sent = [m for m in record.sent if isinstance(m["message"], dict)]
         report.gateway_freeze_lost = 0 if sent else 1

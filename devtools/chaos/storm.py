@@ -72,6 +72,7 @@ class StormReport:
     lost: int = 0
     doubled: int = 0
     delivered_without_applied: int = 0  # received, though the client saw no "applied"
+    wrong_kind: int = 0  # received as another decision than the one the client saw applied
     workflows: Counter[str] = field(default_factory=Counter)
     unsettled: int = 0  # workflows that did not finish (none may be left)
     #: gateways that exited while (re)starting and were started again: the last log line
@@ -94,6 +95,7 @@ class StormReport:
             "action_outcomes": dict(self.action_outcomes), "action_retries": self.action_retries,
             "delivered": self.delivered, "lost": self.lost, "doubled": self.doubled,
             "delivered_without_applied": self.delivered_without_applied,
+            "delivered_as_another_kind": self.wrong_kind,
             "workflows": dict(self.workflows), "unsettled_workflows": self.unsettled,
             "gateway_start_failures": len(self.start_failures),
             "gateway_start_failure_reasons": sorted(set(self.start_failures)),
@@ -363,6 +365,7 @@ class Storm:
 
         deadline = time.monotonic() + timeout_s
         delivered: dict[tuple[str, str], int] = {}
+        kinds: dict[tuple[str, str], str] = {}  # the decision each interrupt received first
         for wid, wf in list(self.workflows.items()):
             if wf.backend == "dbos":
                 while True:
@@ -377,6 +380,7 @@ class Storm:
                     if isinstance(body, dict) and body.get("interrupt_id"):
                         key = (wid, str(body["interrupt_id"]))
                         delivered[key] = delivered.get(key, 0) + 1
+                        kinds.setdefault(key, str(body.get("type")))
             else:
                 left = max(1.0, deadline - time.monotonic())
                 try:
@@ -389,11 +393,14 @@ class Storm:
                 for d in result["delivered"]:
                     key = (wid, str(d["interrupt_id"]))
                     delivered[key] = delivered.get(key, 0) + 1
+                    kinds.setdefault(key, str(d.get("kind")))
         self.report.delivered = sum(delivered.values())
         self.report.lost = sum(1 for k in self.applied if delivered.get(k, 0) == 0)
         self.report.doubled = sum(1 for n in delivered.values() if n > 1)
         self.report.delivered_without_applied = sum(
             1 for k in delivered if k not in self.applied)
+        self.report.wrong_kind = sum(
+            1 for k, kind in self.applied.items() if k in kinds and kinds[k] != kind)
 
 
 async def run_storm(workdir: Path, *, kills: int = 100, journal: str = "postgresql",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from pathlib import Path
 
@@ -69,7 +70,15 @@ async def test_a_decision_while_the_journal_is_down_is_unreachable_then_applied_
                 for raw in ("AdminShutdown", "terminating connection", "psycopg",
                             "postgresql://", "OperationalError"):
                     assert raw not in error.message, error.message
-            await asyncio.sleep(2.0)  # polls meanwhile: the journal is asked about interrupts
+            # the gateway polls on meanwhile, the journal asked about interrupts each time:
+            # wait for two such polls in its log, not for a fixed time
+            def polls_while_down() -> int:
+                return gw.log.read_text().count("reading dbos:local's interrupts:")
+
+            seen, began = polls_while_down(), time.monotonic()
+            while polls_while_down() < seen + 2:
+                assert time.monotonic() - began < 60, gw.log.read_text()[-2000:]
+                await asyncio.sleep(0.1)
         await asyncio.to_thread(pg._postmaster)
         assert gw.alive(), gw.log.read_text()[-2000:]
         assert await _decide_once(gw, token, iid, key) == "applied"

@@ -9,7 +9,6 @@ short ``lock_timeout``: a statement that waited for the peer's lock would fail w
 
 from __future__ import annotations
 
-import time
 from urllib.parse import quote
 
 from console.gateway.journal_sql import ADDED_COLUMNS
@@ -47,10 +46,9 @@ def test_start_up_beside_an_open_insert_neither_blocks_nor_deadlocks(
                      " 'intent', '2026-12-02T00:00:00Z')")
         peer.execute("INSERT INTO decisions VALUES ('int-1', 'k1', 'approve', 'op',"
                      " '2026-12-02T00:00:00Z', 'intent')")
-        started = time.monotonic()
+        # a statement that waited for the peer's lock would raise LockNotAvailable after
+        # lock_timeout (500 ms): starting at all is the proof it did not wait
         journal = PostgresJournal(_url(postgres_server, database))  # raised LockNotAvailable before
-        elapsed = time.monotonic() - started
-        assert elapsed < 2.0, f"start-up took {elapsed:.1f}s beside a peer's open transaction"
         assert journal.command("k1", "run-1") is None  # the peer's row is not committed yet
         peer.commit()
         row = journal.command("k1", "run-1")

@@ -52,7 +52,11 @@ async def test_gateway_sigkilled_during_a_decision_storm_loses_and_doubles_nothi
     assert report.kills == 3, result
     assert report.decisions > 0 and set(report.decisions_by_backend) == {"dbos", "temporal"}, \
         result
+    # per decision: every one a client saw applied reached its agent once, as that decision,
+    # and nothing reached an agent that no client saw applied
     assert report.lost == 0 and report.doubled == 0, result
+    assert report.wrong_kind == 0 and report.delivered_without_applied == 0, result
+    assert report.delivered == report.decisions, result
     assert report.gave_up == 0 and report.unsettled == 0, result
     # a decision sent to the gateway that does not poll the context (the peer holds its
     # lease) is executed there too: its adapter is started all the same
@@ -69,6 +73,8 @@ async def test_frozen_backend_and_frozen_gateway_are_shown_recover_and_lose_noth
     assert report.agents_back_after_s is not None, result  # the agents pushed again
     assert report.backend_freeze_lost == report.backend_freeze_doubled == 0, result
     assert report.gateway_freeze_lost == report.gateway_freeze_doubled == 0, result
+    # the decisions were sent while each was frozen, not after the thaw
+    assert report.decision_during_freeze and report.decision_during_gateway_freeze, result
 
 
 @pytest.mark.timeout(300)

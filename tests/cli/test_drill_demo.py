@@ -6,6 +6,7 @@ and the drill reports a clean recovery."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,3 +47,17 @@ def test_a_drill_on_the_demo_fleet_recovers_cleanly(demo_fleet: LiveFleet, irq_h
     assert row["completed_steps_rerun"] == []
     fleet_log = (irq_home / "fleet.log").read_text()
     assert "preempted demo-worker-" in fleet_log
+    # not irq's verdict alone: DBOS's own system tables say the workflow was recovered
+    # (a second execution attempt, started by DBOS) and is running or done, not failed
+    recovered = _dbos_workflow(irq_home / "fleet.db", row["run_id"].partition("/")[2])
+    assert recovered["recovery_attempts"] >= 2, recovered
+    assert recovered["status"] in ("PENDING", "SUCCESS"), recovered
+
+
+def _dbos_workflow(db: Path, wid: str) -> dict[str, object]:
+    """The workflow as DBOS records it: its status and how often DBOS started it."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10) as conn:
+        status, attempts = conn.execute(
+            "SELECT status, recovery_attempts FROM workflow_status WHERE workflow_uuid = ?",
+            (wid,)).fetchone()
+    return {"status": status, "recovery_attempts": int(attempts)}

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from cli_harness import ROOT, gateway_ready, irq
 from test_demo_policy_temporal import _start_extension
@@ -21,12 +22,11 @@ from test_demo_policy_temporal import _start_extension
 from console.demo.preemption import control_dir, preempt_command, serve_launcher_requests
 from console.processes import ChildProcess, free_port, stop_process
 
-pytest.importorskip("temporalio")
 pytestmark = [pytest.mark.slow]
 
 
 @pytest.fixture
-def temporal_demo(irq_home: Path) -> Iterator[list[ChildProcess]]:
+def temporal_demo(irq_home: Path) -> Iterator[tuple[list[ChildProcess], str]]:
     from console.gateway.auth import create_token
     from console.model import Role
 
@@ -63,7 +63,7 @@ def temporal_demo(irq_home: Path) -> Iterator[list[ChildProcess]]:
             f"token = \"{operator}\"\npreempt_command = '{preempt_command(irq_home)}'\n"
         )
         server.start()
-        yield processes
+        yield processes, backend
     finally:
         stop.set()
         for process in reversed(processes):
@@ -74,8 +74,9 @@ def temporal_demo(irq_home: Path) -> Iterator[list[ChildProcess]]:
 
 
 def test_a_drill_on_the_demo_temporal_worker_recovers_cleanly(
-    temporal_demo: list[ChildProcess],
+    temporal_demo: tuple[list[ChildProcess], str],
 ) -> None:
+    processes, backend = temporal_demo
     # the db janitor's first step (a 7.5 s table scan) beating: the drill re-runs a short
     # step, whichever lane beats first (a GPU job's training step re-ran for up to 30 s)
     deadline = time.monotonic() + 60
@@ -88,11 +89,49 @@ def test_a_drill_on_the_demo_temporal_worker_recovers_cleanly(
             break
         assert time.monotonic() < deadline, out.stdout + out.stderr
         time.sleep(0.5)
-    worker_pid = temporal_demo[-1].pid
+    worker_pid = processes[-1].pid
     result = irq("drill", "--filter", "backend:temporal db-janitor", "--yes", "-o", "json",
                  "--timeout", "60")
     print(result.stdout, result.stderr)
-    assert temporal_demo[-1].pid != worker_pid  # killed and started again
+    assert processes[-1].pid != worker_pid  # killed and started again
     assert result.code == 0, result.stdout + result.stderr
     (row,) = json.loads(result.stdout)["results"]
     assert row["backend"] == "temporal" and row["clean"] and row["completed_steps_rerun"] == []
+    # not irq's verdict alone: Temporal's own record of the workflow shows the activity the
+    # killed worker ran being retried (a second attempt) and no activity run twice to
+    # completion
+    http_url = backend.removeprefix("temporal+").split("?")[0].rsplit("/", 1)[0]
+    wid = row["run_id"].partition("/")[2]
+    deadline = time.monotonic() + 90
+    while _latest_attempt(http_url, wid) < 2:
+        assert time.monotonic() < deadline, f"Temporal shows no retried activity for {wid}"
+        time.sleep(0.5)
+    completed = _completed_activity_ids(http_url, wid)
+    assert len(completed) == len(set(completed)), completed
+
+
+def _workflow_url(http_url: str, wid: str) -> str:
+    return f"{http_url}/api/v1/namespaces/default/workflows/{wid}"
+
+
+def _latest_attempt(http_url: str, wid: str) -> int:
+    """The highest activity attempt Temporal records for the workflow: its pending
+    activities (describe) and the attempts its history's ActivityTaskStarted events name."""
+    described = httpx.get(_workflow_url(http_url, wid), timeout=10).json()
+    attempts = [int(a.get("attempt", 1)) for a in described.get("pendingActivities") or []]
+    events = (httpx.get(_workflow_url(http_url, wid) + "/history", timeout=10).json()
+              .get("history") or {}).get("events") or []
+    attempts += [int(e["activityTaskStartedEventAttributes"].get("attempt", 1))
+                 for e in events if e.get("eventType") == "EVENT_TYPE_ACTIVITY_TASK_STARTED"]
+    return max(attempts, default=0)
+
+
+def _completed_activity_ids(http_url: str, wid: str) -> list[str]:
+    """The activity ids of every ActivityTaskCompleted in the history (via its scheduled
+    event)."""
+    events = (httpx.get(_workflow_url(http_url, wid) + "/history", timeout=10).json()
+              .get("history") or {}).get("events") or []
+    scheduled = {e["eventId"]: e["activityTaskScheduledEventAttributes"]["activityId"]
+                 for e in events if e.get("eventType") == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"}
+    return [scheduled[e["activityTaskCompletedEventAttributes"]["scheduledEventId"]]
+            for e in events if e.get("eventType") == "EVENT_TYPE_ACTIVITY_TASK_COMPLETED"]

@@ -195,7 +195,16 @@ def test_jsonl_watch_survives_a_gateway_restart_and_exits_6_without_one(
         served_gateway: ServedGateway) -> None:
     from cli_harness import start_gateway
 
-    env = {**os.environ, **served_gateway.env(served_gateway.viewer)}
+    from console.gateway.auth import create_token, read_last_use, token_id, tokens_path
+    from console.model import Role
+
+    # the watch's own token: the gateway notes its first accepted handshake in
+    # tokens-used.json, the event that says the watch is connected (no sleep)
+    watcher = create_token(Role.VIEWER, "jsonl-watcher", served_gateway.home)
+    watcher_id = next(token_id(e) for e in json.loads(tokens_path(served_gateway.home)
+                                                      .read_text())
+                      if e["identity"] == "jsonl-watcher")
+    env = {**os.environ, **served_gateway.env(watcher)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "console.cli.app", "runs", "--watch", "-o", "jsonl"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT,
@@ -218,8 +227,12 @@ def test_jsonl_watch_survives_a_gateway_restart_and_exits_6_without_one(
     threading.Thread(target=read, daemon=True).start()
     restarted = None
     try:
-        time.sleep(2)  # connected and quiet: nothing to list
-        assert proc.poll() is None
+        deadline = time.monotonic() + 30
+        while watcher_id not in read_last_use(served_gateway.home):  # connected
+            assert proc.poll() is None, b"".join(list(errors.queue))
+            assert time.monotonic() < deadline, "the watch never connected"
+            time.sleep(0.05)
+        assert proc.poll() is None  # connected and quiet: nothing to list, it goes on
         stop_process(served_gateway.process)
         stderr_until(b"reconnecting (attempt 1)")
         restarted = start_gateway(served_gateway.home, port=served_gateway.port)

@@ -125,3 +125,22 @@ async def interrupt_where(client: GatewayClient, iid: str, check: Any,
             await asyncio.wait_for(client.updates(), max(0.1, deadline - time.monotonic()))
         except TimeoutError:
             pass
+
+
+async def later_recv_polls(db: Path, wid: str, polls: int = 2, timeout_s: float = 60) -> None:
+    """Wait until the workflow has journaled ``polls`` more ``DBOS.recv`` polls than now.
+
+    The proof that nothing was sent to a waiting agent: a decision sent before now is in the
+    notifications table before the second of those polls starts (the first may have begun
+    before it), and that poll would have taken it. A fixed sleep proves nothing on a slow
+    machine."""
+    from tests.support.dbos_record import read_record
+
+    def count() -> int:
+        return read_record(db, wid).steps.count("DBOS.recv")
+
+    target = await asyncio.to_thread(count) + polls
+    deadline = time.monotonic() + timeout_s
+    while await asyncio.to_thread(count) < target:
+        assert time.monotonic() < deadline, f"{wid} stopped polling for its decision"
+        await asyncio.sleep(0.1)

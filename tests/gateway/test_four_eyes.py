@@ -13,7 +13,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from governed_fleet import GovernedFleet, interrupt_where, make_fleet, pending_interrupt
+from governed_fleet import (
+    GovernedFleet,
+    interrupt_where,
+    later_recv_polls,
+    make_fleet,
+    pending_interrupt,
+)
 
 from console.model import Decision, DecisionKind
 from devtools.dbos_record import read_record, settled_record
@@ -68,7 +74,7 @@ async def test_two_distinct_approvers_deliver_once_and_survive_a_restart(fleet: 
         # the same key: the recorded result, replayed
         replay = (await alice.command("decide", [intr.id], decision=APPROVE, key="alice-1"))[0]
         assert replay.outcome == "recorded" and replay.replayed
-    await asyncio.sleep(1.0)  # the agent polls recv every 0.2 s: nothing was sent to it
+    await later_recv_polls(fleet.db, wid)  # the agent polled again: nothing was sent to it
     record = read_record(fleet.db, wid)
     assert record.sent == [] and record.status == "PENDING", record
     assert fleet.decisions(wid) == []

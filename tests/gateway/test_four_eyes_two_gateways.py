@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from governed_fleet import interrupt_where, pending_interrupt
+from governed_fleet import interrupt_where, later_recv_polls, pending_interrupt
 
 from console.client import GatewayClient, Unauthorized
 from console.gateway.approval_store import ApprovalStore, RecordedCommand
@@ -188,7 +188,7 @@ async def test_two_operators_on_two_gateways_deliver_once_and_one_operator_count
                                       lambda i: i.policy and i.policy.approvals)
         assert [x["by"] for x in shown.policy.approvals] == ["alice"]  # seen on B too
         assert shown.status == "pending"
-        await asyncio.sleep(1.0)  # the agent polls for its decision every 0.5 s
+        await later_recv_polls(agent.db, one)  # the agent polled again: nothing was sent
         assert agent.side_effects(one) == [] and read_record(agent.db, one).sent == []
         # bob approves through B: the second approver, the decision goes to the agent
         done = await _approve(bob_on_b, intr.id, "bob-on-b")

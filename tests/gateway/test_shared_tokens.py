@@ -49,15 +49,34 @@ async def pair(tmp_path: Path, postgres_server: PostgresServer
             await gw.stop()
 
 
-async def _connects(url: str, token: str, within_s: float = 5.0) -> float:
+# How long a wait may take before the test gives up: a guard against hanging, not a claim
+# about speed (how fast tokens are shared belongs in a benchmark).
+PATIENCE_S = 60.0
+
+
+async def _connects(url: str, token: str) -> None:
     began = time.monotonic()
     while True:
         try:
             async with GatewayClient(url, token):
-                return time.monotonic() - began
+                return
         except Unauthorized:
-            assert time.monotonic() - began < within_s, "token not accepted in time"
+            assert time.monotonic() - began < PATIENCE_S, "token never accepted"
             await asyncio.sleep(0.1)
+
+
+async def _refused(url: str, token: str) -> None:
+    """Wait until the gateway at ``url`` refuses ``token`` as revoked."""
+    began = time.monotonic()
+    while True:
+        try:
+            async with GatewayClient(url, token):
+                pass
+        except Unauthorized as exc:
+            assert "revoked" in str(exc)
+            return
+        assert time.monotonic() - began < PATIENCE_S, f"{url} still accepts the revoked token"
+        await asyncio.sleep(0.1)
 
 
 async def test_a_token_minted_on_one_gateway_works_on_the_other_and_its_revocation_too(
@@ -65,8 +84,7 @@ async def test_a_token_minted_on_one_gateway_works_on_the_other_and_its_revocati
     a, b = pair
     b_url = f"ws://127.0.0.1:{b.port}"
     token = create_token(Role.OPERATOR, "olga", a.settings.home)
-    took = await _connects(b_url, token)
-    assert took < 4.0, took
+    await _connects(b_url, token)
     entry = json.loads(tokens_path(a.settings.home).read_text())[0]
     assert not tokens_path(b.settings.home).exists()  # B's own file is not written
     async with GatewayClient(b_url, token) as olga:
@@ -77,15 +95,15 @@ async def test_a_token_minted_on_one_gateway_works_on_the_other_and_its_revocati
             pass
 
 
-async def _dropped(client: GatewayClient, where: str, within_s: float = 6.0) -> None:
-    """The gateway closes the client's connection (its token was revoked) within ``within_s``."""
+async def _dropped(client: GatewayClient, where: str) -> None:
+    """The gateway closes the client's connection (its token was revoked)."""
     began = time.monotonic()
     while True:
         try:
             await asyncio.wait_for(client.ping(), 2)
         except (GatewayError, TimeoutError):
             return
-        assert time.monotonic() - began < within_s, f"{where} kept the revoked token's connection"
+        assert time.monotonic() - began < PATIENCE_S, f"{where} kept the revoked token's connection"
         await asyncio.sleep(0.1)
 
 
@@ -105,7 +123,7 @@ async def _listed(home: Path, journal: str, *names: str) -> dict[str, dict]:
         listed = {e["identity"]: e for e in json.loads(out)}
         if all(listed.get(n, {}).get("origin") for n in names):
             return listed
-        assert time.monotonic() - began < 5.0, f"not shared in time: {names} in {listed}"
+        assert time.monotonic() - began < PATIENCE_S, f"never shared: {names} in {listed}"
         await asyncio.sleep(0.2)
 
 
@@ -136,9 +154,13 @@ async def test_revoking_a_token_shared_by_another_gateway_refuses_it_on_both(
     a, b = pair
     journal = a.settings.journal
     token = create_token(Role.OPERATOR, "olga", a.settings.home)
+    canary = create_token(Role.OPERATOR, "canary", a.settings.home)  # revoked after the refusals
     await _connects(f"ws://127.0.0.1:{b.port}", token)
+    await _connects(f"ws://127.0.0.1:{b.port}", canary)
     async with GatewayClient(f"ws://127.0.0.1:{a.port}", token) as on_a, \
-            GatewayClient(f"ws://127.0.0.1:{b.port}", token) as on_b:
+            GatewayClient(f"ws://127.0.0.1:{b.port}", token) as on_b, \
+            GatewayClient(f"ws://127.0.0.1:{a.port}", canary) as canary_a, \
+            GatewayClient(f"ws://127.0.0.1:{b.port}", canary) as canary_b:
         code, _, err = _irq(b.settings.home, "token", "revoke", "olga", "--yes")  # B's file
         assert code == 3, err
         code, _, err = _irq(b.settings.home, "token", "revoke", "olga", "--journal", journal)
@@ -150,7 +172,12 @@ async def test_revoking_a_token_shared_by_another_gateway_refuses_it_on_both(
         assert f"olga (operator, {token[:10]}, gw-a (shared), last use" in screen, screen
         assert "revoke this token on every gateway of the journal? " in screen, screen
         assert token not in screen
-        await asyncio.sleep(2.5)  # two rounds of syncing: nothing was revoked
+        # nothing was revoked: a revocation made after those refusals (the canary's) closes
+        # the canary's connections on both gateways, and olga's stay open
+        code, _, err = _irq(b.settings.home, "token", "revoke", "canary", "--yes",
+                            "--journal", journal)
+        assert code == 0, err
+        await asyncio.gather(_dropped(canary_a, "A"), _dropped(canary_b, "B"))
         await asyncio.gather(on_a.ping(), on_b.ping())
         code, out, err = _irq(b.settings.home, "token", "revoke", "olga", "--yes",
                               "--journal", journal, "-o", "json")
@@ -158,18 +185,17 @@ async def test_revoking_a_token_shared_by_another_gateway_refuses_it_on_both(
         (done,) = json.loads(out)
         assert (done["identity"], done["state"], done["everywhere"], done["local"],
                 done["origin"]) == ("olga", "revoked", True, False, "gw-a")
-        began = time.monotonic()
         await asyncio.gather(_dropped(on_a, "A"), _dropped(on_b, "B"))
-        assert time.monotonic() - began < 4.0
     for gw in (a, b):  # A refuses it too, although its own tokens.json still holds it
         with pytest.raises(Unauthorized, match="revoked"):
             async with GatewayClient(f"ws://127.0.0.1:{gw.port}", token):
                 pass
-    (entry,) = json.loads(tokens_path(a.settings.home).read_text())
-    assert "revoked_at" not in entry
+    entries = json.loads(tokens_path(a.settings.home).read_text())
+    assert [e["identity"] for e in entries] == ["olga", "canary"]
+    assert not any("revoked_at" in e for e in entries)
     code, out, _ = _irq(a.settings.home, "token", "list", "--journal", journal, "-o", "json")
     assert [(e["identity"], e["local"], e["state"]) for e in json.loads(out)] == [
-        ("olga", True, "revoked")]
+        ("olga", True, "revoked"), ("canary", True, "revoked")]
     code, _, err = _irq(b.settings.home, "token", "revoke", "olga", "--yes", "--journal", journal)
     assert code == 4 and "only revoked tokens" in err
 
@@ -180,15 +206,22 @@ async def test_a_revocation_only_in_a_stopped_gateways_file_reaches_the_others_w
     host_c = tmp_path / "host-c"  # a third gateway's host: it shared its token, then stopped
     host_c.mkdir()
     token = create_token(Role.OPERATOR, "carl", host_c)
+    canary = create_token(Role.OPERATOR, "canary", host_c)  # revoked through the journal
     journal = open_journal(a.settings.journal)
     try:
         SharedTokens(journal, "gw-c").sync(json.loads(tokens_path(host_c).read_text()))
     finally:
         journal.close()
     await _connects(f"ws://127.0.0.1:{a.port}", token)
+    await _connects(f"ws://127.0.0.1:{a.port}", canary)
     code, _, err = _irq(host_c, "token", "revoke", "carl", "--yes")  # the file only
     assert code == 0, err
-    await asyncio.sleep(2.5)  # no gateway copies C's file: A still accepts the token
+    # no gateway copies C's file: once A has taken in a revocation made after that one (the
+    # canary's, through the journal), it still accepts carl's token
+    code, _, err = _irq(host_c, "token", "revoke", "canary", "--yes", "--journal",
+                        a.settings.journal)
+    assert code == 0, err
+    await _refused(f"ws://127.0.0.1:{a.port}", canary)
     async with GatewayClient(f"ws://127.0.0.1:{a.port}", token):
         pass
     code, out, err = _irq(host_c, "token", "revoke", "carl", "--yes", "--journal",
@@ -196,16 +229,7 @@ async def test_a_revocation_only_in_a_stopped_gateways_file_reaches_the_others_w
     assert code == 0, err  # revoked here, not yet there: not "nothing to do"
     (done,) = json.loads(out)
     assert (done["everywhere"], done["local"], done["origin"]) == (True, True, "gw-c")
-    began = time.monotonic()
-    while True:
-        try:
-            async with GatewayClient(f"ws://127.0.0.1:{a.port}", token):
-                pass
-        except Unauthorized as exc:
-            assert "revoked" in str(exc)
-            break
-        assert time.monotonic() - began < 4.0, "A still accepts the revoked token"
-        await asyncio.sleep(0.1)
+    await _refused(f"ws://127.0.0.1:{a.port}", token)
 
 
 def test_an_unreachable_journal_lists_this_hosts_tokens_and_exits_6(tmp_path: Path) -> None:

@@ -127,6 +127,23 @@ async def until(predicate: Callable[[], object], what: str, timeout: float = 10.
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def canary(gateway: Gateway, receiver: Receiver, run_id: str) -> None:
+    """Prove that nothing more is on its way: after one more liveness tick and summary flush
+    (what would send a late message or a second summary), one more run turns lost and its
+    message, behind anything queued before it (one queue, one sender), reaches the receiver
+    last. Its window closed with its summary, so the canary is let through at once."""
+    gateway.hub.tick()
+    gateway.webhooks.flush_summaries()
+    old = utcnow() - timedelta(hours=1)
+    gateway.hub.observe_runs([Run(
+        id=run_id, backend="dbos", context="local", native_id=run_id.rpartition("/")[2],
+        name="canary", state=RunState.RUNNING, heartbeat_at=old, heartbeat_interval_s=2.0,
+        heartbeat_timeout_s=10.0)])
+    gateway.hub.tick()
+    await until(lambda: any(b["run_id"] == run_id for b in receiver.bodies), "the canary")
+    assert receiver.bodies[-1]["run_id"] == run_id, receiver.bodies[-1]
+
+
 async def test_one_message_per_kind_then_a_summary_for_the_flood(
         gateways: Callable[..., Any], receiver: Receiver) -> None:
     running = await gateways([WebhookConfig(url=receiver.url)], per_kind=1, window_s=1.5)
@@ -146,14 +163,14 @@ async def test_one_message_per_kind_then_a_summary_for_the_flood(
     lost = next(b for b in receiver.bodies if b["kind"] == "lost")
     assert set(lost) == {"kind", "at", "run_id", "title", "message", "gateway"}
     assert lost["gateway"] == running.url and lost["run_id"].startswith("dbos:local/r")
-    await until(lambda: len(receiver.bodies) >= 5, "the flood's summary", timeout=5)
-    await asyncio.sleep(1.2)  # nothing else comes: 300 events, 2 messages
-    assert len(receiver.bodies) == 5
+    await until(lambda: len(receiver.bodies) >= 5, "the flood's summary")
+    await canary(running.gateway, receiver, "dbos:local/canary")  # nothing else came
+    assert len(receiver.bodies) == 6
     summary = receiver.bodies[4]
     assert summary["kind"] == "lost"
     assert summary["message"] == "and 299 more runs turned lost in the last 1.5 s"
     stats = running.gateway.stats()["notifications"]
-    assert stats["sent"] == 5 and stats["rate_limited"] == 299
+    assert stats["sent"] == 6 and stats["rate_limited"] == 299
 
 
 async def test_a_receiver_that_is_down_gets_retries_and_the_gateway_stays_up(
@@ -227,8 +244,9 @@ async def test_real_agent_heartbeats_going_silent_notify_late_then_lost_once_per
         for n in names:
             assert await wire.beat(n, interval_s=0.2, timeout_s=2.5) is None
     # the agent is gone: late after ~1.2 s, lost after 2.5 s, then each kind's summary
-    await until(lambda: len(receiver.bodies) >= 4, "late, lost and their summaries", timeout=12)
-    await asyncio.sleep(0.5)
+    await until(lambda: len(receiver.bodies) >= 4, "late, lost and their summaries", timeout=30)
+    await canary(running.gateway, receiver, "dbos:local/canary")  # nothing else came
+    assert receiver.bodies.pop()["kind"] == "lost"
     kinds = [(b["kind"], b["message"].startswith("and ")) for b in receiver.bodies]
     assert sorted(kinds) == [("late", False), ("late", True), ("lost", False), ("lost", True)]
     summaries = {b["kind"]: b["message"] for b in receiver.bodies if b["run_id"] is None}

@@ -5,11 +5,14 @@ conflict, a disallowed edit is refused before anything is sent."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import pytest
+from ingress_tap import IngressTap
 from restate_scenarios import RestateStack, invocation, send, wait_for
 
-from backend_adapters.base import Conflict, InvalidInput
+from backend_adapters.base import Conflict, InvalidInput, MemoryPauseLedger
+from backend_adapters.registry import open_backend
 from backend_adapters.restate.adapter import RestateBackend
 from console.model import Decision, DecisionKind, Interrupt, RunState
 
@@ -47,10 +50,27 @@ DECISIONS = [
 ]
 
 
+@pytest.fixture
+async def tapped(stack: RestateStack) -> AsyncIterator[tuple[RestateBackend, IngressTap]]:
+    """The adapter with a recording proxy in front of the ingress: every awakeable resolve it
+    sends is counted (the handler awaits its awakeable once, so its own record cannot show a
+    second delivery)."""
+    tap = IngressTap(stack.server.ingress_url).start()
+    backend = open_backend(tap.backend_url(stack.server.admin_url), MemoryPauseLedger())
+    assert isinstance(backend, RestateBackend)
+    await backend.start()
+    try:
+        yield backend, tap
+    finally:
+        await backend.close()
+        tap.stop()
+
+
 @pytest.mark.parametrize("decision", DECISIONS, ids=lambda d: d.kind.value)
 async def test_decision_reaches_handler_once_and_second_is_conflict(
-    stack: RestateStack, adapter: RestateBackend, decision: Decision
+    stack: RestateStack, tapped: tuple[RestateBackend, IngressTap], decision: Decision
 ) -> None:
+    adapter, tap = tapped
     admin = stack.server.admin_url
     inv = send(stack.server.ingress_url, "IrqHuman/approve", {})
     interrupt = await _pending(adapter, inv)
@@ -71,6 +91,9 @@ async def test_decision_reaches_handler_once_and_second_is_conflict(
     with pytest.raises(Conflict):
         await adapter.decide(interrupt, decision, idempotency_key="k-2", identity="op2")
     assert len(_decisions(stack, inv)) == 1
+    # what the adapter sent: one resolve, under the first key; neither the re-drive nor the
+    # conflicting decision sent anything
+    assert [(r.key, r.body["type"]) for r in tap.resolves] == [("k-1", decision.kind.value)]
     assert (await adapter.get_run(inv)).state is RunState.COMPLETED
     assert not [i for i in (await adapter.observe()).interrupts if i.run_id == run.id]
 

@@ -1,7 +1,11 @@
-"""Exactly-once decisions through the gateway against a real Restate server, read from the
-handler's own record (one ``decision`` line per invocation, written after the awakeable
-returned): the gateway SIGKILLed between the journaled intent and the call re-drives the
-decision once after a restart; two clients approving at once deliver one decision."""
+"""Exactly-once decisions through the gateway against a real Restate server: the gateway
+SIGKILLed between the journaled intent and the call re-drives the decision once after a
+restart; two clients approving at once deliver one decision.
+
+Counted where a double would show: every awakeable resolve the gateway sends passes through
+a recording proxy in front of the ingress (ingress_tap.py). The handler's own record (one
+``decision`` line, written after its one awakeable returned) says what it went on with, but
+could never show a second delivery: Restate completes an awakeable once."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ingress_tap import IngressTap
 from restate_scenarios import RestateStack, invocation, send
 
 from console.client import GatewayClient, GatewayUnreachable
@@ -21,14 +26,29 @@ from tests.support.crashable_gateway import CrashableGateway
 
 
 @pytest.fixture
-def gateway(tmp_path: Path, stack: RestateStack) -> Iterator[CrashableGateway]:
+def tap(stack: RestateStack) -> Iterator[IngressTap]:
+    tap = IngressTap(stack.server.ingress_url).start()
+    try:
+        yield tap
+    finally:
+        tap.stop()
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, stack: RestateStack, tap: IngressTap) -> Iterator[CrashableGateway]:
     home = tmp_path / "irq"
     home.mkdir()
-    gw = CrashableGateway(home, stack.server.backend_url(poll=0.3))
+    gw = CrashableGateway(home, tap.backend_url(stack.server.admin_url, poll=0.3))
     try:
         yield gw
     finally:
         gw.stop()
+
+
+def _sent(tap: IngressTap) -> list[tuple[str, object]]:
+    """What the gateway sent to awakeables: (decision type, command id) per resolve."""
+    return [(r.body["type"], r.body.get("irq_command_id")) for r in tap.resolves
+            if isinstance(r.body, dict)]
 
 
 async def _pending(client: GatewayClient, inv: str, timeout_s: float = 60) -> str:
@@ -53,7 +73,7 @@ async def _decided_once(stack: RestateStack, inv: str) -> dict[str, object]:
 
 
 async def test_gateway_killed_between_intent_and_call_delivers_once_after_restart(
-    gateway: CrashableGateway, stack: RestateStack
+    gateway: CrashableGateway, stack: RestateStack, tap: IngressTap
 ) -> None:
     inv = send(stack.server.ingress_url, "IrqHuman/approve", {})
     gateway.start(crash_at="after_intent")
@@ -68,6 +88,7 @@ async def test_gateway_killed_between_intent_and_call_delivers_once_after_restar
     assert gateway.process.returncode == -signal.SIGKILL
     assert invocation(stack.server.admin_url, inv).get("status") != "completed"
     assert not [x for x in stack.lines(inv) if x.startswith("decision ")]  # journaled, not sent
+    assert tap.resolves == []
 
     gateway.start()  # recovery re-drives the journaled intent
     decided = await _decided_once(stack, inv)
@@ -87,10 +108,11 @@ async def test_gateway_killed_between_intent_and_call_delivers_once_after_restar
         )
         assert other[0].outcome == "conflict"
     assert (await _decided_once(stack, inv))["type"] == "approve"
+    assert _sent(tap) == [("approve", "crash-1")]  # one resolve, after the restart
 
 
 async def test_two_clients_deciding_at_once_deliver_one_decision(
-    gateway: CrashableGateway, stack: RestateStack
+    gateway: CrashableGateway, stack: RestateStack, tap: IngressTap
 ) -> None:
     inv = send(stack.server.ingress_url, "IrqHuman/approve", {})
     gateway.start()
@@ -105,3 +127,4 @@ async def test_two_clients_deciding_at_once_deliver_one_decision(
     assert sorted([ra[0].outcome, rb[0].outcome]) == ["applied", "conflict"]
     winner = "approve" if ra[0].outcome == "applied" else "reject"
     assert (await _decided_once(stack, inv))["type"] == winner
+    assert [kind for kind, _ in _sent(tap)] == [winner]  # the loser sent nothing

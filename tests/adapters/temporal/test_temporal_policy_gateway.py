@@ -23,6 +23,7 @@ from backend_adapters.temporal.dev_server import DevServer
 from console.gateway.auth import create_token
 from console.model import Role
 from console.processes import stop_process
+from tests.adapters.temporal.workflow_history import accepted_updates
 from tests.gateway.policy_fixtures import client
 from tests.support.policy_gateway import PolicyGateway, start_policy_gateway, start_process
 
@@ -231,7 +232,9 @@ async def test_four_eyes_on_a_temporal_tool_call(
         assert one["outcome"] == "recorded", one  # one approval is not enough
         again = (await first.request(decide()))["results"][0]
         assert again["outcome"] == "forbidden", again  # the same person twice is refused
-        await asyncio.sleep(1.0)
+        # the gateway delivers a decision as an update before it answers: none in the
+        # workflow's history now (and a late one would be a second update, checked below)
+        assert await asyncio.to_thread(accepted_updates, temporal_server, wid) == []
         assert executed(stack, wid) == []
         two = (await other.request(decide()))["results"][0]
         assert two["outcome"] == "applied", two  # the second person delivers
@@ -239,6 +242,9 @@ async def test_four_eyes_on_a_temporal_tool_call(
     result = close["workflowExecutionCompletedEventAttributes"]["result"][0]
     assert [o["outcome"] for o in result["outcomes"]] == ["ran"]
     assert executed(stack, wid) == [("deploy", {"env": "prod"})]  # exactly once
+    # the workflow's own record: one decision accepted, in the second person's command
+    (update,) = accepted_updates(temporal_server, wid)
+    assert update["meta"]["updateId"], update
 
 
 async def obligations_of(stack: Stack, run_id: str) -> list[dict[str, Any]]:
