@@ -10,8 +10,9 @@
 - A signal carries ``requestId`` = a UUID derived from the decision's idempotency key: the
   server writes one SIGNALED event per request id, however often it is re-sent.
 - An update uses the idempotency key as its ``updateId`` and waits for the result; the
-  workflow's validator refusing it comes back as ``InvalidInput`` with the validator's message
-  (the gateway's outcome ``failed``: the item stays open, nothing is written to history).
+  workflow's validator refusing it comes back as ``BackendError`` with the validator's message
+  (the gateway's outcome ``failed``, CLI exit 1: the item stays open, nothing is written to
+  history).
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ import time
 import uuid
 from typing import Any
 
-from backend_adapters.base import ActionOutcome, Conflict, InvalidInput, Unreachable
+from backend_adapters.base import (
+    ActionOutcome,
+    BackendError,
+    Conflict,
+    InvalidInput,
+    Unreachable,
+)
 from backend_adapters.temporal.config import TemporalConfig
 from backend_adapters.temporal.connection import TemporalConnection
 from backend_adapters.temporal.native_wait_shapes import WAIT_PREFIX
@@ -137,7 +144,9 @@ class NativeDelivery:
         if "failure" in outcome:
             failure = outcome.get("failure") or {}
             message = str(failure.get("message") or "rejected")
-            raise InvalidInput(
+            # the base error: the gateway's outcome "failed" (CLI exit 1), not a usage error —
+            # the payload was well formed, the workflow's own rule said no
+            raise BackendError(
                 f"{interrupt.id}: the workflow refused update {handler.name}: {message} "
                 "(nothing was applied; the wait is still open)",
                 target=interrupt.id,

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backend_adapters.base import Conflict, InvalidInput
+from backend_adapters.base import BackendError, Conflict, InvalidInput
 from backend_adapters.temporal.adapter import TemporalBackend
 from backend_adapters.temporal.dev_server import DevServer
 from backend_adapters.temporal.native_delivery import signal_request_id
@@ -182,9 +182,10 @@ async def test_an_update_wait_is_answered_once_and_a_validator_refusal_leaves_it
     with pytest.raises(InvalidInput, match="payload"):  # the schema: approver is a string
         await adapter.decide(item, respond({"approved": True, "approver": 7}),
                              idempotency_key="k-bad", identity="alice")
-    with pytest.raises(InvalidInput, match="'mallory' may not approve this change"):
+    with pytest.raises(BackendError, match="'mallory' may not approve this change") as refused:
         await adapter.decide(item, respond({"approved": True, "approver": "mallory"}),
                              idempotency_key="k-mallory", identity="mallory")
+    assert not isinstance(refused.value, InvalidInput)  # a failed outcome, not a usage error
     # refused by the workflow's validator: nothing in history, the same wait still open
     assert events_of(temporal_server, wid, "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == []
     still = await wait_native(adapter, wid)
@@ -227,3 +228,54 @@ async def test_metadata_is_asked_once_per_workflow_type(
         assert len([i for i in obs.interrupts if i.kind is InterruptKind.SIGNAL]) == 4
     assert stats.history_reads == reads
     assert json.dumps([i.contract() for i in obs.interrupts])  # the JSON contract holds
+
+
+def test_irq_respond_answers_native_waits_through_a_real_gateway(
+    temporal_server: DevServer, native_worker: ChildProcess, task_queue: str, tmp_path: Path
+) -> None:
+    from console.processes import stop_process
+    from tests.cli.cli_harness import irq, start_gateway
+
+    sig, upd = f"gw-sig-{task_queue}", f"gw-upd-{task_queue}"
+    temporal_server.start_workflow(sig, "SignalApproval", task_queue, {"publish_schema": True})
+    temporal_server.start_workflow(upd, "UpdateApproval", task_queue, {})
+    home = tmp_path / "home"
+    home.mkdir()
+    url = temporal_server.backend_url(query=f"TaskQueue='{task_queue}'", rps=50, poll=0.3)
+    gw = start_gateway(home, backends=[url])
+    env = {**gw.env(gw.operator), "IRQ_HOME": str(home)}
+    try:
+        def inbox() -> dict[str, dict[str, Any]]:
+            out = irq("inbox", "-o", "json", env=env)
+            assert out.code == 0, out.stderr
+            return {i["run_id"].rsplit("/", 1)[1]: i for i in json.loads(out.stdout)}
+
+        deadline = time.monotonic() + 60
+        items = inbox()
+        while not {sig, upd} <= set(items) and time.monotonic() < deadline:
+            time.sleep(0.3)
+            items = inbox()
+        assert items[sig]["kind"] == "signal" and items[upd]["kind"] == "update"
+        assert items[sig]["handlers"][0]["name"] == "send_approval"
+        assert items[sig]["wait_site"] and items[sig]["deadline_at"]
+
+        # the workflow's validator refuses: non-zero exit, the item stays open, no history
+        refused = irq("respond", items[upd]["id"], "--json",
+                      '{"approved": true, "approver": "mallory"}', "--yes", "-o", "json", env=env)
+        assert refused.code == 1, refused.stdout + refused.stderr
+        assert "may not approve this change" in refused.stdout + refused.stderr
+        assert upd in inbox()
+        assert events_of(temporal_server, upd, "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == []
+
+        for wid, payload in ((upd, '{"approved": true, "approver": "bob"}'),
+                             (sig, '{"approved": false, "approver": "alice"}')):
+            for _ in range(2):  # the same key twice: delivered once
+                out = irq("respond", items[wid]["id"], "--json", payload, "--key", f"key-{wid}",
+                          "--yes", "-o", "json", env=env)
+                assert out.code == 0, out.stdout + out.stderr
+        assert len(events_of(temporal_server, sig, "WORKFLOW_EXECUTION_SIGNALED")) == 1
+        assert len(events_of(temporal_server, upd, "WORKFLOW_EXECUTION_UPDATE_ACCEPTED")) == 1
+        assert temporal_server.result(sig)["workflowExecutionCompletedEventAttributes"][
+            "result"][0]["approval"] == {"approved": False, "approver": "alice"}
+    finally:
+        stop_process(gw.process)
