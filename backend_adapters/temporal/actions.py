@@ -8,6 +8,8 @@ from typing import Any
 from backend_adapters.base import ActionOutcome, Conflict
 from backend_adapters.temporal.connection import TemporalConnection
 from backend_adapters.temporal.describing import WorkflowDescriber
+from backend_adapters.temporal.interrupt_discovery import pending_ids
+from backend_adapters.temporal.native_waits import NativeWaits
 from backend_adapters.temporal.observed_workflows import ObservedWorkflows
 from backend_adapters.temporal.state_mapping import ActivityView, activities_from_describe
 from console.model import utcnow
@@ -22,16 +24,27 @@ class WorkflowActions:
         connection: TemporalConnection,
         describer: WorkflowDescriber,
         observed: ObservedWorkflows,
+        native: NativeWaits,
     ) -> None:
         self._connection = connection
         self._describer = describer
         self._observed = observed
+        self._native = native
 
     async def pause(self, native_id: str, *, reason: str, identity: str) -> ActionOutcome:
         describe = await self._describer.describe(native_id)
         self._require_running(native_id, describe)
         acts = activities_from_describe(describe)
         targets = [a for a in acts if not a.paused and a.state in ("started", "scheduled")]
+        if not acts:
+            waiting = await self._waiting_for_a_person(native_id, describe)
+            if waiting:
+                return ActionOutcome(
+                    detail=f"nothing to pause: {native_id} waits for a person ({waiting}); no "
+                    "activity runs, so nothing is stopped and nothing is released; the wait "
+                    "stays open (answer it, or cancel the run) and Temporal records no pause",
+                    operations=[f"none: nothing runs while it waits ({waiting})"],
+                )
         if not targets:
             states = ", ".join(f"{a.activity_id}: {a.state}" for a in acts) or "none"
             raise Conflict(
@@ -156,6 +169,20 @@ class WorkflowActions:
             detail="terminated: no cleanup ran; resources the agent held may leak",
             operations=["terminate workflow"],
         )
+
+    async def _waiting_for_a_person(self, native_id: str, describe: dict[str, Any]) -> str:
+        """What ``native_id`` waits for when it waits for a person: an irq interrupt (the
+        helper's search attribute) or a native wait (a signal or an update); '' otherwise."""
+        info = describe.get("workflowExecutionInfo") or {}
+        ids = pending_ids(info)
+        if ids:
+            return "irq interrupt " + ", ".join(ids)
+        site = await self._native.current_site(native_id, describe)
+        if site is None:
+            return ""
+        wtype = str((info.get("type") or {}).get("name") or "")
+        names = " or ".join(f"{h.kind} {h.name}" for h in self._native.handlers_of(wtype))
+        return f"{names}, {site.text()}"
 
     def _require_running(self, native_id: str, describe: dict[str, Any]) -> None:
         status = (describe.get("workflowExecutionInfo") or {}).get("status", "")

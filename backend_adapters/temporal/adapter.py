@@ -5,11 +5,14 @@
   activities under a request budget (``?rps=``), focused and near-deadline runs first;
 - pause / resume = pause / unpause every pending activity of the workflow (per-workflow
   activity routes), cancel = request cancellation, terminate = terminate;
-- decide() = the ``irq_decide`` update with ``updateId`` = the command's idempotency key.
+- decide() = the ``irq_decide`` update with ``updateId`` = the command's idempotency key;
+  a native wait (a workflow blocked in its own code until a signal or an update, issue 22)
+  is answered through that signal (``requestId`` from the key) or update (``updateId`` = key).
 
 :class:`TemporalBackend` composes the parts, one module each: ``observer.py`` (a poll, runs,
 reads; with ``listing.py``, ``describing.py``, ``visibility.py``), ``actions.py``,
-``decision_delivery.py`` and ``interrupt_discovery.py``; they share the HTTP client through
+``decision_delivery.py``, ``interrupt_discovery.py``, ``native_waits.py`` and
+``native_delivery.py``; they share the HTTP client through
 ``connection.py`` and what was seen through ``observed_workflows.py``. See ``README.md`` in
 this package for the conventions and the state table.
 """
@@ -35,12 +38,14 @@ from backend_adapters.temporal.describing import WorkflowDescriber
 from backend_adapters.temporal.http_api import TemporalHttp
 from backend_adapters.temporal.interrupt_discovery import InterruptDiscovery
 from backend_adapters.temporal.listing import WorkflowListing
+from backend_adapters.temporal.native_delivery import NativeDelivery
+from backend_adapters.temporal.native_waits import NativeWaits
 from backend_adapters.temporal.observed_workflows import ObservedWorkflows
 from backend_adapters.temporal.observer import TemporalObserver
 from backend_adapters.temporal.request_budget import RefreshPlanner, TokenBucket
 from backend_adapters.temporal.state_mapping import BACKEND
 from backend_adapters.temporal.visibility import Visibility
-from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
+from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
 
 
 class TemporalBackend:
@@ -67,6 +72,7 @@ class TemporalBackend:
         )
         self._listing = WorkflowListing(config, visibility, self._discovery, observed)
         describer = WorkflowDescriber(self._connection, self.bucket, self.planner, observed)
+        self._native = NativeWaits(self._connection, config, self.bucket, self.planner, observed)
         self._observer = TemporalObserver(
             self._connection,
             config,
@@ -76,9 +82,11 @@ class TemporalBackend:
             self._listing,
             describer,
             self._discovery,
+            self._native,
         )
-        self._actions = WorkflowActions(self._connection, describer, observed)
+        self._actions = WorkflowActions(self._connection, describer, observed, self._native)
         self._decisions = DecisionDelivery(self._connection, config, observed)
+        self._native_decisions = NativeDelivery(self._connection, config, observed, self._native)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -99,6 +107,7 @@ class TemporalBackend:
         await self._discovery.detect_search_attribute()
 
     async def close(self) -> None:
+        await self._native.close()
         await self._connection.close()
 
     def capabilities(self) -> Capabilities:
@@ -143,8 +152,14 @@ class TemporalBackend:
     # ------------------------------------------------------------------ interrupt discovery
 
     async def list_interrupts(self) -> list[Interrupt]:
-        """Every pending interrupt in the namespace (see ``interrupt_discovery.py``)."""
-        return await self._discovery.list_interrupts()
+        """Every pending interrupt in the namespace (see ``interrupt_discovery.py``), and the
+        native waits the last poll found (``native_waits.py``)."""
+        return [*await self._discovery.list_interrupts(), *self._native.known_interrupts()]
+
+    @property
+    def native_waits(self) -> NativeWaits:
+        """Native wait discovery (its ``stats`` count the calls it made)."""
+        return self._native
 
     async def pending_interrupts(self, native_id: str) -> list[Interrupt]:
         """The pending interrupts of one run, from the workflow itself (query; needs a worker)."""
@@ -171,6 +186,10 @@ class TemporalBackend:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
+        if interrupt.kind in (InterruptKind.SIGNAL, InterruptKind.UPDATE):
+            return await self._native_decisions.decide(
+                interrupt, decision, idempotency_key=idempotency_key, identity=identity
+            )
         return await self._decisions.decide(
             interrupt, decision, idempotency_key=idempotency_key, identity=identity
         )

@@ -22,7 +22,9 @@ def temporal_capabilities(config: TemporalConfig) -> Capabilities:
                 "pause every pending activity of the workflow: the running attempt stops at "
                 "its next heartbeat (it fails with ActivityPause, no retry is consumed), "
                 "resources marked on_pause=release are released, the rest stay held; the "
-                "workflow itself keeps running (timers, signals, updates)",
+                "workflow itself keeps running (timers, signals, updates). A workflow waiting "
+                "for a person (nothing pending) has nothing to pause: the outcome says so, "
+                "nothing is sent, and the wait stays open",
                 (f"POST {base}/activities/{{aid}}/pause (each pending activity)",),
             ),
             Action.RESUME: ActionCapability(
@@ -60,8 +62,15 @@ def temporal_capabilities(config: TemporalConfig) -> Capabilities:
             Action.DECIDE: ActionCapability(
                 True,
                 f"workflow update '{UPDATE_NAME}' (validated by the workflow; updateId = "
-                "the command's idempotency key, so a resend never applies twice)",
-                (f"POST {base}/update/{UPDATE_NAME}",),
+                "the command's idempotency key, so a resend never applies twice); a native "
+                "wait (kind signal / update): the chosen handler's signal, with a requestId "
+                "derived from the key (recorded once), or its update with updateId = the key "
+                "(the workflow's validator may refuse it: the wait stays open)",
+                (
+                    f"POST {base}/update/{UPDATE_NAME}",
+                    f"POST {base}/signal/{{handler}} (native wait, kind signal)",
+                    f"POST {base}/update/{{handler}} (native wait, kind update)",
+                ),
             ),
         },
         notes=(

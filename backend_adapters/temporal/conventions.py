@@ -27,6 +27,9 @@ SEARCH_ATTRIBUTE_TYPE: Final = "KeywordList"
 MEMO_KEY: Final = "irq_interrupts"
 #: memo key holding the last activity outcome report (set by ``agent.run_activity``)
 REPORT_MEMO_KEY: Final = "irq_report"
+#: memo key where a workflow that waits in its own code (no irq helper) publishes a JSON Schema
+#: for each signal / update argument: ``{handler name: schema}``; irq validates payloads with it
+SCHEMAS_MEMO_KEY: Final = "irq_schemas"
 #: workflow query returning the pending interrupts, a list in the common shape
 QUERY_NAME: Final = "irq_pending_interrupts"
 #: workflow update delivering a decision; ``updateId`` = the command's idempotency key

@@ -79,7 +79,13 @@ class WorkflowDescriber:
         observed = self._observed
         previous = observed.described.get(wid)
         observed.described[wid] = Described(
-            info, acts, now, mono, workflow_task_waiting_s(describe, now)
+            info,
+            acts,
+            now,
+            mono,
+            workflow_task_waiting_s(describe, now),
+            other_pending=len(describe.get("pendingChildren") or [])
+            + len(describe.get("pendingNexusOperations") or []),
         )
         for act in acts:
             resources = resources_from_details(act.details)

@@ -259,9 +259,16 @@ class TemporalHttp:
     # ----------------------------------------------------------------- writes
 
     async def update_workflow(
-        self, workflow_id: str, name: str, *, update_id: str, args: list[Any], identity: str
+        self,
+        workflow_id: str,
+        name: str,
+        *,
+        update_id: str,
+        args: list[Any] | dict[str, Any],
+        identity: str,
     ) -> dict[str, Any]:
-        """Send an update and wait (up to the server's 20 s) for its outcome."""
+        """Send an update and wait (up to the server's 20 s) for its outcome (``args``: a
+        shorthand list or a full-form Payloads message)."""
         body = {
             "request": {
                 "meta": {"updateId": update_id, "identity": identity},
@@ -275,6 +282,25 @@ class TemporalHttp:
             kind="update",
             body=body,
             timeout_s=SERVER_UPDATE_WAIT_S + 5.0,
+        )
+
+    async def signal_workflow(
+        self,
+        workflow_id: str,
+        name: str,
+        *,
+        args: list[Any] | dict[str, Any],
+        identity: str,
+        request_id: str,
+    ) -> dict[str, Any]:
+        """Send a signal (``args``: a shorthand list or a full-form Payloads message); the
+        server keeps one SIGNALED event per ``request_id`` (a re-send with the same id
+        answers 200 and writes nothing)."""
+        return await self.request(
+            "POST",
+            f"{self.ns_path}/workflows/{_path(workflow_id)}/signal/{_path(name)}",
+            kind="signal",
+            body={"input": args, "identity": identity, "requestId": request_id},
         )
 
     async def activity_command(

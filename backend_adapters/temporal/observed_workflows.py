@@ -25,6 +25,16 @@ class Described:
     observed_at: datetime
     observed_mono: float
     workflow_task_waiting_s: float | None = None
+    #: pending child workflows and Nexus operations (work outside activities)
+    other_pending: int = 0
+
+    @property
+    def idle(self) -> bool:
+        """Nothing pending: no activity, child, Nexus operation or workflow task. A running
+        workflow in this state is blocked in its own code (a timer, or a wait for outside)."""
+        return (
+            not self.activities and not self.other_pending and self.workflow_task_waiting_s is None
+        )
 
 
 @dataclass

@@ -4,7 +4,8 @@ the reads of one run (``get_run``, ``journal``, ``heartbeats``).
 A poll describes the runs whose liveness is in question first, then refreshes the listing,
 then describes the runs the refresh planner picks within the request budget; runs that left
 the running list are looked up, stale workers are read now and then, and interrupts whose
-details the memo lacks are found by interrupt discovery.
+details the memo lacks are found by interrupt discovery, and waits in the workflows' own code
+(signals, updates) by native wait discovery.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from backend_adapters.temporal.describing import WorkflowDescriber
 from backend_adapters.temporal.history_journal import journal_from_history
 from backend_adapters.temporal.interrupt_discovery import InterruptDiscovery
 from backend_adapters.temporal.listing import WorkflowListing
+from backend_adapters.temporal.native_waits import NativeWaits
 from backend_adapters.temporal.observed_workflows import ObservedWorkflows
 from backend_adapters.temporal.payloads import memo_field
 from backend_adapters.temporal.request_budget import RefreshPlanner, TokenBucket
@@ -42,6 +44,7 @@ class TemporalObserver:
         listing: WorkflowListing,
         describer: WorkflowDescriber,
         discovery: InterruptDiscovery,
+        native: NativeWaits,
     ) -> None:
         self._connection = connection
         self._config = config
@@ -51,6 +54,7 @@ class TemporalObserver:
         self._listing = listing
         self._describer = describer
         self._discovery = discovery
+        self._native = native
         self._workers_checked: float | None = None
 
     # ------------------------------------------------------------------ focus
@@ -100,6 +104,7 @@ class TemporalObserver:
 
         await self._refresh_workers(now)
         await self._discovery.fill_inbox_by_query()
+        await self._native.refresh()
         watch = self._connection.watch
         if watch is not None:
             watch.watch(observed.focus & running_ids)
@@ -195,6 +200,10 @@ class TemporalObserver:
             "WORKFLOW_EXECUTION_STATUS_RUNNING"
         )
         interrupts, ids = self._discovery.interrupts_of(wid, info, running=running, now=now)
+        native = self._native.interrupt_of(wid, info) if running else None
+        if native is not None:  # a wait in the workflow's own code (issue 22)
+            interrupts.append(native)
+            ids = [*ids, native.native_id]
         report = memo_field(info, REPORT_MEMO_KEY)
         lost = observed.lost.get(wid)
         evidence = RunEvidence(
@@ -218,6 +227,7 @@ class TemporalObserver:
     def _forget(self, wid: str) -> None:
         self._observed.forget(wid)
         self._discovery.forget(wid)
+        self._native.forget(wid)
 
     # ------------------------------------------------------------------ reads
 

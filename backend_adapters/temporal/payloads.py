@@ -125,3 +125,21 @@ def parse_duration(value: Any) -> float | None:
     except ValueError:
         return None
     return seconds if seconds > 0 else None
+
+
+def json_payloads(values: list[Any]) -> dict[str, Any]:
+    """JSON values as a Payloads message in full form (``json/plain``, base64): unlike the
+    shorthand list, a value that happens to look like a raw payload (``{"metadata", "data"}``)
+    or a protobuf message (``_protoMessageType``) is still sent as the JSON it is."""
+    encoding = base64.b64encode(b"json/plain").decode("ascii")
+    return {
+        "payloads": [
+            {
+                "metadata": {"encoding": encoding},
+                "data": base64.b64encode(
+                    json.dumps(v, separators=(",", ":")).encode("utf-8")
+                ).decode("ascii"),
+            }
+            for v in values
+        ]
+    }

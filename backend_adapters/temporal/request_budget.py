@@ -95,6 +95,14 @@ class RefreshPlanner:
             described_at=at, deadline_at=deadline_at, moving=moving, late=late
         )
 
+    def look_again(self, wid: str) -> None:
+        """Describe ``wid`` again soon (with the moving ones) although its own describe found
+        nothing moving: e.g. a workflow about to wait for a person (its type answers signals
+        or updates and it still has work pending)."""
+        st = self.states.get(wid)
+        if st is not None:
+            st.moving = True
+
     def in_question(self, running: Iterable[str], *, now: datetime) -> list[str]:
         """Runs whose liveness is in question, stalest describe first.
 
