@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backend_adapters.base import InvalidInput
-from console.decision_check import decision_problem
+from console.decision_check import calls_problem, decision_problem, handler_problem
 from console.model import Decision, Interrupt
 
 
@@ -25,7 +25,14 @@ def refuse_invalid_decision(
 
 
 def refuse_decision(interrupt: Interrupt, decision: Decision, *, target: str) -> None:
-    """:func:`refuse_invalid_decision` of ``decision`` against what ``interrupt`` allows."""
+    """:func:`refuse_invalid_decision` of ``decision`` against what ``interrupt`` allows,
+    and for native waits which handler answers (and its schema) or, for a batched interrupt,
+    one allowed decision per call (console/decision_check.py)."""
+    if interrupt.actions:
+        problem = calls_problem(interrupt, decision)
+        if problem is not None:
+            raise InvalidInput(f"decision refused: {problem}", target=target)
+        return
     refuse_invalid_decision(
         decision.kind.value,
         [d.value for d in interrupt.allowed_decisions],
@@ -33,3 +40,6 @@ def refuse_decision(interrupt: Interrupt, decision: Decision, *, target: str) ->
         schema=interrupt.args_schema,
         target=target,
     )
+    problem = handler_problem(interrupt, decision)
+    if problem is not None:
+        raise InvalidInput(f"decision refused: {problem}", target=target)

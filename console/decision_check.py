@@ -158,7 +158,7 @@ def check_decision(interrupt: Interrupt, decision: Decision) -> DecisionProblem 
     that handler's published schema, and, for a batched interrupt (``interrupt.actions``), one
     decision per action request, in order, each checked like a decision of its own."""
     if interrupt.actions:
-        return _calls_problem(interrupt, decision)
+        return calls_problem(interrupt, decision)
     problem = _single_problem(
         decision, [d.value for d in interrupt.allowed_decisions], interrupt.args_schema)
     return problem or handler_problem(interrupt, decision)
@@ -178,7 +178,7 @@ def _single_problem(decision: Decision, allowed: Sequence[str],
     return problem
 
 
-def _calls_problem(interrupt: Interrupt, decision: Decision) -> DecisionProblem | None:
+def calls_problem(interrupt: Interrupt, decision: Decision) -> DecisionProblem | None:
     """A batched interrupt: exactly one decision per action request, each allowed for its
     call (a single decision is refused: say what becomes of every call)."""
     calls = decision.decisions

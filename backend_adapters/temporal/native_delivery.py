@@ -28,13 +28,14 @@ from backend_adapters.base import (
     InvalidInput,
     Unreachable,
 )
+from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.temporal.config import TemporalConfig
 from backend_adapters.temporal.connection import TemporalConnection
 from backend_adapters.temporal.native_wait_shapes import WAIT_PREFIX
 from backend_adapters.temporal.native_waits import NativeWaits
 from backend_adapters.temporal.observed_workflows import ObservedWorkflows
 from backend_adapters.temporal.payloads import decode_payloads, json_payloads
-from console.decision_check import check_decision, native_payload
+from console.decision_check import native_payload
 from console.model import Decision, Interrupt, InterruptHandler, split_run_id
 
 #: namespace of the signal request ids derived from idempotency keys
@@ -66,9 +67,7 @@ class NativeDelivery:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        problem = check_decision(interrupt, decision)
-        if problem is not None:
-            raise InvalidInput(f"decision refused: {problem}", target=interrupt.id)
+        refuse_decision(interrupt, decision, target=interrupt.id)
         handler = chosen_handler(interrupt, decision)
         _, _, wid = split_run_id(interrupt.run_id)
         http = self._connection.http
