@@ -134,7 +134,7 @@ async def later_recv_polls(db: Path, wid: str, polls: int = 2, timeout_s: float 
     notifications table before the second of those polls starts (the first may have begun
     before it), and that poll would have taken it. A fixed sleep proves nothing on a slow
     machine."""
-    from tests.support.dbos_record import read_record
+    from devtools.dbos_record import read_record
 
     def count() -> int:
         return read_record(db, wid).steps.count("DBOS.recv")

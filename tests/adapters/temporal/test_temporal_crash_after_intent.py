@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.temporal_sample_worker import WorkerProcess
 
 from backend_adapters.temporal.dev_server import DevServer
 from console.client import GatewayClient, GatewayUnreachable
 from console.model import Decision, DecisionKind
+from devtools.temporal_sample_worker import WorkerProcess
 from tests.adapters.temporal.workflow_history import accepted_updates, history
 from tests.support.crashable_gateway import CrashableGateway
 
