@@ -21,6 +21,9 @@ from backend_adapters.langgraph.state_mapping import (
 from backend_adapters.langgraph.thread_reads import ThreadReads
 from console.model import Interrupt, JournalStep, Run
 
+#: second reads (stopped, failed, at a breakpoint) one poll sends at a time
+READS_IN_FLIGHT = 8
+
 #: what a thread needed beyond its first read: its latest run (failed threads) and its
 #: static breakpoint item (threads stopped without an interrupt value)
 _Extras = tuple[dict[str, Any] | None, Interrupt | None]
@@ -143,12 +146,22 @@ class LangGraphObserver:
         )
         observation = Observation()
         seen: set[str] = set()
+        selected = []
         for thread in [*interrupted, *busy, *failed, *idle]:
             tid = str(thread.get("thread_id") or "")
             if not tid or tid in seen or not metadata_of(thread).get("graph_id"):
                 continue
             seen.add(tid)
-            run, interrupts = await self._to_run(thread)
+            selected.append(thread)
+        # a burst of new stops (each breakpoint needs its state and last run read once) is
+        # read a few at a time, not one after another; cached threads cost nothing here
+        gate = asyncio.Semaphore(READS_IN_FLIGHT)
+
+        async def one(thread: dict[str, Any]) -> tuple[Run, list[Interrupt]]:
+            async with gate:
+                return await self._to_run(thread)
+
+        for run, interrupts in await asyncio.gather(*(one(t) for t in selected)):
             observation.runs.append(run)
             observation.interrupts.extend(interrupts)
         return observation
