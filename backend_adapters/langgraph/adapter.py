@@ -5,7 +5,8 @@ deployment; ``api_key_env=VAR`` / ``api_key_file=PATH`` sends ``x-api-key``). Me
 behaviour in ``docs/backends/langgraph.md``; conventions in ``conventions.py`` and README.md.
 
 :class:`LangGraphBackend` composes the parts, one module each: ``observer.py`` (polls, runs,
-journals), ``actions.py`` (pause / resume / cancel), ``decision_delivery.py`` (decide), with
+journals; static breakpoints in ``breakpoints.py``), ``actions.py`` (pause / resume /
+cancel), ``decision_delivery.py`` (decide; a breakpoint's in ``breakpoint_delivery.py``), with
 the thread reads they share in ``thread_reads.py``.
 """
 
@@ -25,6 +26,8 @@ from backend_adapters.base import (
     Unreachable,
 )
 from backend_adapters.langgraph.actions import LangGraphActions
+from backend_adapters.langgraph.breakpoint_delivery import BreakpointDelivery
+from backend_adapters.langgraph.breakpoints import BreakpointReads
 from backend_adapters.langgraph.capabilities import LANGGRAPH_CAPABILITIES
 from backend_adapters.langgraph.conventions import BACKEND
 from backend_adapters.langgraph.decision_delivery import LangGraphDecisionDelivery
@@ -65,6 +68,7 @@ class LangGraphBackend:
         self._observer = LangGraphObserver(
             http,
             threads,
+            BreakpointReads(http),
             ledger,
             context=context,
             page_size=page_size,
@@ -73,7 +77,12 @@ class LangGraphBackend:
         )
         self._actions = LangGraphActions(http, threads, ledger, context=context, verify_s=verify_s)
         self._decisions = LangGraphDecisionDelivery(
-            http, threads, context=context, verify_s=verify_s, follow_s=follow_s
+            http,
+            threads,
+            BreakpointDelivery(http, threads, follow_s=follow_s),
+            context=context,
+            verify_s=verify_s,
+            follow_s=follow_s,
         )
 
     def run_id(self, native_id: str) -> str:

@@ -52,7 +52,6 @@ from backend_adapters.base import (
     Unreachable,
     Unsupported,
 )
-from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.langgraph.conventions import (
     BACKEND,
     META_BY,
@@ -63,6 +62,7 @@ from backend_adapters.langgraph.conventions import (
 from backend_adapters.langgraph.interrupt_shapes import (
     ShapeError,
     interrupt_from_value,
+    refuse_langgraph_decision,
     resume_value,
 )
 from backend_adapters.langgraph.state_mapping import (
@@ -456,7 +456,7 @@ class CheckpointerBackend:
             item["value"], run_id=interrupt.run_id, native_id=interrupt.native_id,
             created_at=interrupt.created_at,
         )
-        refuse_decision(fresh, decision, target=fresh.id)
+        refuse_langgraph_decision(fresh, decision, target=fresh.id)
         try:
             value = resume_value(item["value"], decision)
         except ShapeError as exc:
@@ -494,7 +494,7 @@ class CheckpointerBackend:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        refuse_decision(interrupt, decision, target=interrupt.id)
+        refuse_langgraph_decision(interrupt, decision, target=interrupt.id)
         prefix = self.run_id("")
         if not interrupt.run_id.startswith(prefix):
             raise NotFound(f"interrupt {interrupt.id} does not belong to langgraph:{self.context}")

@@ -10,6 +10,10 @@ what it lacks (``docs/backends/langgraph.md``):
 - **Run metadata** of every resume irq sends: ``irq_command_id`` (the idempotency key),
   ``irq_interrupt_id``, ``irq_decision`` (the kind), ``irq_by``. The run keeps them, so a
   decision re-driven after a gateway crash finds its own run and is not sent twice.
+- **Thread metadata** ``irq_breakpoint`` = ``{checkpoint, command, decision, by, feedback}``,
+  written before irq edits or ends a thread stopped at a static breakpoint (an edit, a
+  reject): the state update leaves no run to carry the command id, so this record is how a
+  re-driven decision knows it already acted on that checkpoint.
 - **Interrupt values**: the two HITL shapes as they are (Agent Inbox ``HumanInterrupt``,
   langchain's ``HumanInTheLoopMiddleware`` request), plus one optional key irq reads in either:
   ``args_schema`` (a JSON Schema for edited arguments; Agent Inbox ignores unknown keys; the
@@ -29,6 +33,8 @@ META_COMMAND = "irq_command_id"
 META_INTERRUPT = "irq_interrupt_id"
 META_DECISION = "irq_decision"
 META_BY = "irq_by"
+#: thread metadata: the breakpoint decision irq is applying (edit / reject)
+META_BREAKPOINT = "irq_breakpoint"
 
 #: extra key of an interrupt value: JSON Schema of the edited arguments
 KEY_ARGS_SCHEMA = "args_schema"

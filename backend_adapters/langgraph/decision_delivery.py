@@ -1,5 +1,5 @@
 """Deciding on LangGraph: a decision resumes the thread by interrupt id (``command.resume``),
-at most once.
+at most once; a static breakpoint's is handled by ``breakpoint_delivery.py``.
 
 The run carries irq's metadata (command id, interrupt, decision, who), so a decision re-driven
 after a crash is recognised as already delivered and one decided elsewhere as a conflict.
@@ -15,12 +15,12 @@ from typing import Any
 
 from backend_adapters.base import (
     ActionOutcome,
-    BackendError,
     Conflict,
     InvalidInput,
     NotFound,
 )
-from backend_adapters.decision_refusal import refuse_decision
+from backend_adapters.langgraph.breakpoint_delivery import BreakpointDelivery
+from backend_adapters.langgraph.breakpoints import BREAKPOINT_PREFIX
 from backend_adapters.langgraph.conventions import (
     BACKEND,
     META_BY,
@@ -32,11 +32,12 @@ from backend_adapters.langgraph.http_api import AgentServerHttp
 from backend_adapters.langgraph.interrupt_shapes import (
     ShapeError,
     interrupt_from_value,
+    refuse_langgraph_decision,
     resume_value,
 )
 from backend_adapters.langgraph.state_mapping import intent_of, metadata_of, pending_interrupts
 from backend_adapters.langgraph.thread_reads import ThreadReads
-from console.model import Decision, Interrupt, Run
+from console.model import Decision, Interrupt, InterruptKind, Run
 
 
 class LangGraphDecisionDelivery:
@@ -46,6 +47,7 @@ class LangGraphDecisionDelivery:
         self,
         http: AgentServerHttp,
         threads: ThreadReads,
+        breakpoints: BreakpointDelivery,
         *,
         context: str,
         verify_s: float,
@@ -53,6 +55,7 @@ class LangGraphDecisionDelivery:
     ) -> None:
         self._http = http
         self._threads = threads
+        self._breakpoints = breakpoints
         self._context = context
         self._verify_s = verify_s
         self._follow_s = follow_s
@@ -60,8 +63,14 @@ class LangGraphDecisionDelivery:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
-        refuse_decision(interrupt, decision, target=interrupt.id)
         tid = self._thread_of(interrupt)
+        if interrupt.kind is InterruptKind.BREAKPOINT or interrupt.native_id.startswith(
+            BREAKPOINT_PREFIX
+        ):
+            return await self._breakpoints.decide(
+                tid, interrupt, decision, idempotency_key=idempotency_key, identity=identity
+            )
+        refuse_langgraph_decision(interrupt, decision, target=interrupt.id)
         thread = await self._threads.thread(tid)
         pending = {item["id"]: item for _task, item in pending_interrupts(thread)}
         if interrupt.native_id not in pending and thread.get("status") == "busy":
@@ -80,7 +89,7 @@ class LangGraphDecisionDelivery:
             native_id=interrupt.native_id,
             created_at=interrupt.created_at,
         )
-        refuse_decision(fresh, decision, target=interrupt.id)
+        refuse_langgraph_decision(fresh, decision, target=interrupt.id)
         try:
             value = resume_value(item.get("value"), decision)
         except ShapeError as exc:
@@ -106,7 +115,7 @@ class LangGraphDecisionDelivery:
                 target=interrupt.id,
             ) from exc
         rid = str(created.get("run_id") or "")
-        ended = await self._follow(tid, rid) if rid else False
+        ended = await self._threads.follow(tid, rid, self._follow_s) if rid else False
         after = await self._consumed(tid, interrupt.native_id)
         detail = (
             f"resumed interrupt {interrupt.native_id} with {decision.kind.value} "
@@ -119,23 +128,6 @@ class LangGraphDecisionDelivery:
                 f"POST /threads/{tid}/runs (command.resume by interrupt id)",
             ],
         )
-
-    async def _follow(self, tid: str, rid: str) -> bool:
-        """Follow the resume run on its SSE join stream for up to ``follow_s``: True when the
-        stream closed (the run ended or stopped at its next interrupt), False when it is
-        still running then (or the stream failed: the decision was delivered either way)."""
-        if self._follow_s <= 0:
-            return False
-        try:
-            async with asyncio.timeout(self._follow_s):
-                async with self._http.stream(
-                    "GET", f"/threads/{tid}/runs/{rid}/stream", timeout_s=self._follow_s + 1
-                ) as events:
-                    async for _event in events:
-                        pass
-        except (TimeoutError, BackendError):
-            return False
-        return True
 
     async def _consumed(self, tid: str, interrupt_id: str) -> dict[str, Any]:
         """Re-read the thread until the interrupt is no longer pending (a resume by an

@@ -143,6 +143,11 @@ class AgentServerHttp:
     async def state(self, thread_id: str) -> dict[str, Any]:
         return _dict(await self.call("GET", f"/threads/{thread_id}/state"))
 
+    async def assistant_graph(self, assistant_id: str) -> dict[str, Any]:
+        """The graph as the server draws it: nodes carry ``metadata.__interrupt`` =
+        ``before`` / ``after`` / ``before,after`` for compile-time breakpoints."""
+        return _dict(await self.call("GET", f"/assistants/{assistant_id}/graph"))
+
     async def history(self, thread_id: str, limit: int = 100) -> list[dict[str, Any]]:
         return _list_of_dicts(
             await self.call("POST", f"/threads/{thread_id}/history", json={"limit": limit})

@@ -7,12 +7,13 @@ plain value, answered only with ``respond``:
   ``description``), raised alone or as a list of one. Resumed with a list of one
   ``{"type": "accept|edit|response|ignore", "args"}``.
 - **HumanInTheLoopMiddleware** ``{"action_requests", "review_configs"}`` (batched mode: all
-  the tool calls of one model turn in one interrupt). Resumed with
-  ``{"decisions": [...]}``, one per action, in order. irq decides such an interrupt **in one
-  step**: one inbox item, one decision for every call (approve all, reject all with the
-  feedback, respond to all), or an ``edit`` that carries each call's arguments
-  (``{"calls": [{"name", "args"}, ...]}``): a call whose arguments are unchanged is sent as
-  ``approve``, a changed one as ``edit``. The middleware never sees a partial list.
+  the tool calls of one model turn in one interrupt; kind ``middleware``). Resumed with
+  ``{"decisions": [...]}``, one per action, in order. One call is decided like any item (one
+  decision). Several calls fill ``Interrupt.actions`` (one ``ActionRequest`` per call, with
+  the decisions its review config allows) and **need one decision per call**
+  (``Decision.decisions``, in order: approve one, edit a second, reject a third); the run
+  resumes once with all of them. A single decision for several calls is refused: the
+  middleware never sees a partial or guessed list.
 - **Per-call tool approval** ``{"type": "tool_approval", "name", "args", ...}`` (the
   middleware's ``interrupt_mode="per_call"``): resumed with one decision.
 
@@ -30,6 +31,11 @@ reject    ``{"type":"response","args":feedback}``       ``{"type":"reject","mess
           ``{"type":"ignore","args":null}``)
 respond   ``{"type":"response","args":answer}``         ``{"type":"respond","message":answer}``
 ========  ==========================================  =========================================
+
+The interrupt's own ``allowed_decisions`` for several calls is the union of the calls' (what
+some call allows; ``approve`` too when a call allows ``respond``, the kind ``irq decide
+--call`` gives a decision that answers one), so the kind of the decision as a whole passes;
+each call is then checked against its own list.
 """
 
 from __future__ import annotations
@@ -38,13 +44,27 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
+from backend_adapters.base import InvalidInput
+from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.langgraph.conventions import KEY_ARGS_SCHEMA
-from console.model import Decision, DecisionKind, Interrupt, InterruptPolicy
+from console.decision_check import args_problem, check_decision
+from console.model import (
+    ActionRequest,
+    Decision,
+    DecisionKind,
+    Interrupt,
+    InterruptKind,
+    InterruptPolicy,
+)
 
 Shape = Literal["agent_inbox", "hitl_request", "tool_approval", "value"]
 
 ALL_DECISIONS = tuple(DecisionKind)
 _ORDER = {kind: i for i, kind in enumerate(ALL_DECISIONS)}
+
+
+#: the node langchain's create_agent runs HumanInTheLoopMiddleware's batched review in
+MIDDLEWARE_NODE = "HumanInTheLoopMiddleware.after_model"
 
 
 class ShapeError(ValueError):
@@ -125,38 +145,32 @@ def _call_allowed(config: dict[str, Any]) -> set[DecisionKind]:
 
 
 def _hitl_allowed(configs: list[dict[str, Any]]) -> list[DecisionKind]:
-    """One decision for every call: a kind every call allows; ``edit`` when some call allows
-    it and every other call allows ``approve`` (its unchanged arguments are sent as approve)."""
+    """One call: what its review config allows. Several: the union of the calls' (each call
+    is checked against its own list), with ``approve`` when some call allows ``respond``."""
     per_call = [_call_allowed(c) for c in configs]
-    common = set.intersection(*per_call) if per_call else set()
-    if len(per_call) > 1 and any(DecisionKind.EDIT in k for k in per_call):
-        if all(DecisionKind.EDIT in k or DecisionKind.APPROVE in k for k in per_call):
-            common.add(DecisionKind.EDIT)
-    return _sorted(common)
+    if len(per_call) == 1:
+        return _sorted(per_call[0])
+    union = set().union(*per_call)
+    if DecisionKind.RESPOND in union:
+        union.add(DecisionKind.APPROVE)
+    return _sorted(union)
 
 
-def _calls_schema(value: dict[str, Any], configs: list[dict[str, Any]]) -> dict[str, Any]:
-    items = []
+def _action_requests(
+    value: dict[str, Any], configs: list[dict[str, Any]]
+) -> list[ActionRequest]:
+    out = []
     for request, config in zip(value["action_requests"], configs, strict=True):
-        args_schema = config.get(KEY_ARGS_SCHEMA)
-        items.append(
-            {
-                "type": "object",
-                "properties": {
-                    "name": {"const": request.get("name")},
-                    "args": args_schema if isinstance(args_schema, dict) else {"type": "object"},
-                },
-                "required": ["name", "args"],
-            }
+        args = request.get("args")
+        out.append(
+            ActionRequest(
+                action=str(request.get("name") or ""),
+                args=args if isinstance(args, dict) else {},
+                description=str(request.get("description") or ""),
+                allowed_decisions=_sorted(_call_allowed(config)),
+            )
         )
-    n = len(items)
-    return {
-        "type": "object",
-        "properties": {
-            "calls": {"type": "array", "prefixItems": items, "minItems": n, "maxItems": n}
-        },
-        "required": ["calls"],
-    }
+    return out
 
 
 def _title(text: str, fallback: str) -> str:
@@ -200,11 +214,14 @@ def interrupt_from_value(
         configs = _call_configs(value)
         names = [str(r.get("name") or "") for r in requests]
         descriptions = [str(r.get("description") or "") for r in requests]
+        site = node or MIDDLEWARE_NODE
         if len(requests) == 1:
             args = requests[0].get("args")
             schema = configs[0].get(KEY_ARGS_SCHEMA)
             return Interrupt(
                 **common,
+                kind=InterruptKind.MIDDLEWARE,
+                wait_site=site,
                 title=f"Run tool {names[0]}?",
                 description=descriptions[0],
                 action=names[0],
@@ -214,23 +231,28 @@ def interrupt_from_value(
             )
         return Interrupt(
             **common,
+            kind=InterruptKind.MIDDLEWARE,
+            wait_site=f"{site}: {len(requests)} tool calls in one interrupt",
             title=f"Run {len(requests)} tool calls: {', '.join(names)}?",
             description="\n\n".join(
                 f"{i + 1}. {d or n}"
                 for i, (n, d) in enumerate(zip(names, descriptions, strict=True))
             )
-            + "\n\nOne decision for all calls; edit carries each call's arguments "
-            "(unchanged calls are approved).",
+            + "\n\nDecide each call on its own, in order (approve, edit, reject or respond, "
+            "as each call allows); the agent resumes once with all the decisions.",
             action=" + ".join(names),
             args={"calls": [{"name": r.get("name"), "args": r.get("args")} for r in requests]},
-            args_schema=_calls_schema(value, configs),
+            args_schema=None,
             allowed_decisions=_hitl_allowed(configs),
+            actions=_action_requests(value, configs),
         )
     if shape == "tool_approval":
         args = value.get("args")
         description = str(value.get("description") or "")
         return Interrupt(
             **common,
+            kind=InterruptKind.MIDDLEWARE,
+            wait_site=node or f"HumanInTheLoopMiddleware (per call): {value.get('name')}",
             title=f"Run tool {value.get('name')}?",
             description=description,
             action=str(value.get("name") or ""),
@@ -285,35 +307,7 @@ def resume_value(value: Any, decision: Decision) -> Any:
             return [{"type": "ignore", "args": None}]
         return [{"type": "response", "args": decision.feedback or ""}]
     if shape == "hitl_request":
-        requests = value["action_requests"]
-        configs = _call_configs(value)
-        if kind not in _hitl_allowed(configs):
-            raise ShapeError(f"{kind.value} is not allowed for every call of this interrupt")
-        if kind is DecisionKind.APPROVE:
-            return {"decisions": [{"type": "approve"} for _ in requests]}
-        if kind is DecisionKind.REJECT:
-            one: dict[str, Any] = {"type": "reject"}
-            if decision.feedback:
-                one["message"] = decision.feedback
-            return {"decisions": [dict(one) for _ in requests]}
-        if kind is DecisionKind.RESPOND:
-            return {
-                "decisions": [
-                    {"type": "respond", "message": _text(decision.response)} for _ in requests
-                ]
-            }
-        edited_calls = _edited_calls(requests, decision.args or {})
-        decisions: list[dict[str, Any]] = []
-        for request, config, edited in zip(requests, configs, edited_calls, strict=True):
-            if edited == request.get("args"):
-                decisions.append({"type": "approve"})
-            elif DecisionKind.EDIT in _call_allowed(config):
-                decisions.append(
-                    {"type": "edit", "edited_action": {"name": request.get("name"), "args": edited}}
-                )
-            else:
-                raise ShapeError(f"the arguments of {request.get('name')} may not be edited")
-        return {"decisions": decisions}
+        return _hitl_resume(value, decision)
     if shape == "tool_approval":
         if kind is DecisionKind.APPROVE:
             return {"type": "approve"}
@@ -333,17 +327,69 @@ def resume_value(value: Any, decision: Decision) -> Any:
     return decision.response
 
 
-def _edited_calls(requests: list[dict[str, Any]], args: dict[str, Any]) -> list[Any]:
-    """Each call's edited arguments: ``{"calls": [{"name", "args"}]}`` for several calls, the
-    arguments themselves for one."""
-    if len(requests) == 1:
-        return [args]
-    calls = args.get("calls")
-    if not isinstance(calls, list) or len(calls) != len(requests):
-        raise ShapeError(f"edit needs {{'calls': [...]}} with {len(requests)} entries")
-    out = []
-    for request, call in zip(requests, calls, strict=True):
-        if not isinstance(call, dict) or call.get("name") != request.get("name"):
-            raise ShapeError(f"calls must keep their order and names ({request.get('name')})")
-        out.append(call.get("args"))
-    return out
+def _hitl_resume(value: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    """``{"decisions": [...]}``: one per action request, in order. One call takes a single
+    decision (or a list of one); several take exactly one decision per call."""
+    requests = value["action_requests"]
+    configs = _call_configs(value)
+    calls = decision.decisions
+    if calls is None:
+        if len(requests) != 1:
+            raise ShapeError(
+                f"this interrupt asks about {len(requests)} calls: give one decision per "
+                "call, in order"
+            )
+        calls = [decision]
+    if len(calls) != len(requests):
+        raise ShapeError(
+            f"{len(calls)} decision(s) for {len(requests)} call(s): give one per call, in order"
+        )
+    return {
+        "decisions": [
+            _call_resume(request, config, call, i)
+            for i, (request, config, call) in enumerate(
+                zip(requests, configs, calls, strict=True)
+            )
+        ]
+    }
+
+
+def _call_resume(
+    request: dict[str, Any], config: dict[str, Any], call: Decision, index: int
+) -> dict[str, Any]:
+    """The middleware's decision for one call: ``approve``, ``edit`` with ``edited_action``
+    (unchanged arguments: ``approve``), ``reject`` with ``message``, ``respond``."""
+    name = request.get("name")
+    allowed = _call_allowed(config)
+    if call.kind not in allowed:
+        names = ", ".join(k.value for k in _sorted(allowed)) or "none"
+        raise ShapeError(
+            f"call {index + 1} ({name}): {call.kind.value} is not allowed (allowed: {names})"
+        )
+    if call.kind is DecisionKind.APPROVE:
+        return {"type": "approve"}
+    if call.kind is DecisionKind.EDIT:
+        edited = call.args or {}
+        if edited == request.get("args") and DecisionKind.APPROVE in allowed:
+            return {"type": "approve"}
+        problem = args_problem(edited, _schema(config))
+        if problem is not None:
+            raise ShapeError(f"call {index + 1} ({name}): {problem}")
+        return {"type": "edit", "edited_action": {"name": name, "args": edited}}
+    if call.kind is DecisionKind.REJECT:
+        out: dict[str, Any] = {"type": "reject"}
+        if call.feedback:
+            out["message"] = call.feedback
+        return out
+    return {"type": "respond", "message": _text(call.response)}
+
+
+def refuse_langgraph_decision(interrupt: Interrupt, decision: Decision, *, target: str) -> None:
+    """The one decision check before anything is sent: a batched interrupt (``actions``) by
+    ``check_decision`` (one allowed decision per call), any other by ``refuse_decision``."""
+    if interrupt.actions:
+        problem = check_decision(interrupt, decision)
+        if problem is not None:
+            raise InvalidInput(f"decision refused: {problem}", target=target)
+        return
+    refuse_decision(interrupt, decision, target=target)

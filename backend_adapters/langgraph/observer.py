@@ -6,18 +6,27 @@ import asyncio
 from typing import Any
 
 from backend_adapters.base import Observation, PauseLedger
+from backend_adapters.langgraph.breakpoints import BreakpointReads
 from backend_adapters.langgraph.conventions import BACKEND
 from backend_adapters.langgraph.http_api import AgentServerHttp
 from backend_adapters.langgraph.state_mapping import (
     decisions_from_runs,
     interrupts_of,
     journal_from_history,
+    may_be_at_breakpoint,
     metadata_of,
     pending_interrupts,
     run_from_thread,
 )
 from backend_adapters.langgraph.thread_reads import ThreadReads
 from console.model import Interrupt, JournalStep, Run
+
+#: second reads (stopped, failed, at a breakpoint) one poll sends at a time
+READS_IN_FLIGHT = 8
+
+#: what a thread needed beyond its first read: its latest run (failed threads) and its
+#: static breakpoint item (threads stopped without an interrupt value)
+_Extras = tuple[dict[str, Any] | None, Interrupt | None]
 
 
 class LangGraphObserver:
@@ -27,6 +36,7 @@ class LangGraphObserver:
         self,
         http: AgentServerHttp,
         threads: ThreadReads,
+        breakpoints: BreakpointReads,
         ledger: PauseLedger,
         *,
         context: str,
@@ -36,15 +46,16 @@ class LangGraphObserver:
     ) -> None:
         self._http = http
         self._threads = threads
+        self._breakpoints = breakpoints
         self._ledger = ledger
         self._context = context
         self._page_size = page_size
         self._finished_limit = finished_limit
         self._checkpointer = checkpointer
         self._checkpointer_known = checkpointer is not None
-        # per thread: (updated_at, the thread read in full / its latest run), so threads
-        # that need a second read (a stopped or failed thread) are read once per change
-        self._full: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]] = {}
+        # per thread: (updated_at, the thread read in full, what else it needed), so threads
+        # that need a second read (stopped, at a breakpoint, failed) are read once per change
+        self._full: dict[str, tuple[str, dict[str, Any], _Extras]] = {}
 
     def run_id(self, native_id: str) -> str:
         return Run.make_id(BACKEND, self._context, native_id)
@@ -72,41 +83,46 @@ class LangGraphObserver:
                 return out
             offset += len(page)
 
-    async def _full_thread(
-        self, thread: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The thread with its ``error`` (search cannot select it), and for a failed thread
-        its latest run (a poisoned resume carries irq's metadata); cached per update."""
+    async def _full_thread(self, thread: dict[str, Any]) -> tuple[dict[str, Any], _Extras]:
+        """The thread with its ``error`` (search cannot select it) and its extras; cached per
+        update."""
         tid = str(thread["thread_id"])
         stamp = str(thread.get("updated_at") or "")
         cached = self._full.get(tid)
         if cached is not None and cached[0] == stamp:
             return cached[1], cached[2]
         full = await self._http.thread(tid)
-        last_run = None
-        if full.get("status") == "error":
-            runs = await self._http.runs(tid, limit=1)
-            last_run = runs[0] if runs else None
-        self._full[tid] = (stamp, full, last_run)
+        extras = await self._extras(full)
+        self._full[tid] = (stamp, full, extras)
         if len(self._full) > 10_000:
             self._full.pop(next(iter(self._full)))
-        return full, last_run
+        return full, extras
+
+    async def _extras(self, full: dict[str, Any]) -> _Extras:
+        """For a failed thread its latest run (a poisoned resume carries irq's metadata); for
+        one stopped without an interrupt value, its static breakpoint if it is at one."""
+        tid = str(full["thread_id"])
+        if full.get("status") == "error":
+            runs = await self._http.runs(tid, limit=1)
+            return (runs[0] if runs else None), None
+        if may_be_at_breakpoint(full):
+            return None, await self._breakpoints.interrupt(full, run_id=self.run_id(tid))
+        return None, None
 
     async def _to_run(
         self, thread: dict[str, Any], *, full: bool = False
     ) -> tuple[Run, list[Interrupt]]:
         tid = str(thread["thread_id"])
         run_id = self.run_id(tid)
-        last_run = None
+        last_run, stop = None, None
         needs_more = thread.get("status") == "error" or (
             thread.get("status") == "interrupted" and not pending_interrupts(thread)
         )
         if needs_more and not full:
-            thread, last_run = await self._full_thread(thread)
-        elif thread.get("status") == "error":
-            runs = await self._http.runs(tid, limit=1)
-            last_run = runs[0] if runs else None
-        interrupts = interrupts_of(thread, run_id=run_id)
+            thread, (last_run, stop) = await self._full_thread(thread)
+        elif needs_more:
+            last_run, stop = await self._extras(thread)
+        interrupts = interrupts_of(thread, run_id=run_id) + ([stop] if stop else [])
         run = run_from_thread(
             thread,
             context=self._context,
@@ -130,12 +146,22 @@ class LangGraphObserver:
         )
         observation = Observation()
         seen: set[str] = set()
+        selected = []
         for thread in [*interrupted, *busy, *failed, *idle]:
             tid = str(thread.get("thread_id") or "")
             if not tid or tid in seen or not metadata_of(thread).get("graph_id"):
                 continue
             seen.add(tid)
-            run, interrupts = await self._to_run(thread)
+            selected.append(thread)
+        # a burst of new stops (each breakpoint needs its state and last run read once) is
+        # read a few at a time, not one after another; cached threads cost nothing here
+        gate = asyncio.Semaphore(READS_IN_FLIGHT)
+
+        async def one(thread: dict[str, Any]) -> tuple[Run, list[Interrupt]]:
+            async with gate:
+                return await self._to_run(thread)
+
+        for run, interrupts in await asyncio.gather(*(one(t) for t in selected)):
             observation.runs.append(run)
             observation.interrupts.extend(interrupts)
         return observation

@@ -9,10 +9,11 @@ thread                                      irq state
 ``busy``                                    ``running`` (``cancelling`` once irq asked to
                                             cancel; the gateway refines by heartbeats)
 ``interrupted`` with interrupts             ``waiting`` (one inbox item per interrupt id)
+``interrupted``, no interrupts, no error,   ``waiting``: one inbox item of kind
+``next`` set (a static breakpoint)          ``breakpoint`` (``breakpoints.py``)
 ``interrupted``, no interrupts (a cancel    ``paused`` when irq paused it (``irq_intent`` or
 with ``action=interrupt``: UserInterrupt)   the ledger) or it was stopped outside irq (it is
                                             resumable); ``cancelled`` after irq's cancel.
-                                            Never ``waiting``.
 ``idle``                                    ``completed`` (``cancelled`` after irq's cancel)
 ``error``                                   ``failed`` (a resume value that crashed the node:
                                             "poisoned resume", with the recovery)
@@ -34,7 +35,7 @@ from backend_adapters.langgraph.conventions import (
     META_INTERRUPT,
 )
 from backend_adapters.langgraph.interrupt_shapes import interrupt_from_value
-from console.model import Action, Interrupt, JournalStep, Run, RunState
+from console.model import Action, Interrupt, InterruptKind, JournalStep, Run, RunState
 
 PAUSE_NOTES = [
     "the Agent Server has no pause: irq cancels the run with action=interrupt, which keeps "
@@ -49,6 +50,10 @@ RESUME_NOTES = [
 CANCEL_BUSY_NOTES = [
     "cancel with action=interrupt (the checkpoints stay for the audit): a synchronous node "
     "keeps running until it returns; its writes are discarded",
+]
+CANCEL_BREAKPOINT_NOTES = [
+    "the thread stays stopped at its breakpoint on the server (nothing runs); irq records it "
+    "as cancelled, which is terminal for irq",
 ]
 CANCEL_WAITING_NOTES = [
     "the pending interrupt is resolved without a decision (state updated as __end__, "
@@ -99,6 +104,17 @@ def pending_interrupts(thread: Mapping[str, Any]) -> list[tuple[str, dict[str, A
                 if isinstance(item, dict) and isinstance(item.get("id"), str):
                     out.append((str(task_id), item))
     return out
+
+
+def may_be_at_breakpoint(thread: Mapping[str, Any]) -> bool:
+    """``interrupted``, no interrupt value, no error, not cancelled by irq: stopped at a
+    static breakpoint if its state has ``next`` nodes (read the state to know)."""
+    return (
+        thread.get("status") == "interrupted"
+        and not pending_interrupts(thread)
+        and not error_name(thread)
+        and intent_of(thread).get("action") != "cancel"
+    )
 
 
 def state_of(thread: Mapping[str, Any], *, ledger_paused: bool) -> RunState:
@@ -158,14 +174,22 @@ def run_from_thread(
     tid = str(thread["thread_id"])
     meta = metadata_of(thread)
     status = str(thread.get("status") or "")
+    interrupts = list(interrupts)
     state = state_of(thread, ledger_paused=ledger_paused)
+    at_breakpoint = any(i.kind is InterruptKind.BREAKPOINT for i in interrupts)
+    if state is RunState.PAUSED and at_breakpoint:
+        state = RunState.WAITING  # a static breakpoint waits for a person, like interrupt()
     error = error_name(thread)
     intent = intent_of(thread)
     warnings: list[str] = []
     notes: dict[Action, list[str]] = {}
     if state in (RunState.RUNNING, RunState.WAITING, RunState.PAUSED):
         notes[Action.CANCEL] = list(
-            CANCEL_WAITING_NOTES if state is RunState.WAITING else CANCEL_BUSY_NOTES
+            CANCEL_BREAKPOINT_NOTES
+            if at_breakpoint
+            else CANCEL_WAITING_NOTES
+            if state is RunState.WAITING
+            else CANCEL_BUSY_NOTES
         )
     if state is RunState.RUNNING:
         notes[Action.PAUSE] = list(PAUSE_NOTES)
@@ -260,6 +284,8 @@ def journal_from_history(
     )
     status = str(thread.get("status") or "")
     state = state_of(thread, ledger_paused=False)
+    if state is RunState.PAUSED and may_be_at_breakpoint(thread):
+        state = RunState.WAITING  # its latest snapshot's tasks wait for the breakpoint
     pending_ids = {item["id"] for _task, item in pending_interrupts(thread)}
     out: list[JournalStep] = []
     for n, snap in enumerate(snapshots):
@@ -317,6 +343,8 @@ def _task_status(
         return "in_flight", "running (re-runs from its start if the run is stopped)"
     if state is RunState.PAUSED:
         return "in_flight", "stopped by the pause: runs again from its start on resume"
+    if state is RunState.WAITING and thread_status == "interrupted":
+        return "in_flight", "not started: the thread waits at a static breakpoint for a decision"
     if state is RunState.CANCELLED:
         return "in_flight", "stopped by the cancel: its writes were discarded"
     return "in_flight", "pending"

@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any
 
-from backend_adapters.base import InvalidInput, NotFound
+from backend_adapters.base import BackendError, InvalidInput, NotFound
 from backend_adapters.langgraph.http_api import AgentServerHttp
 
 
@@ -37,3 +37,20 @@ class ThreadReads:
             if thread.get("status") != "busy" or time.monotonic() > deadline:
                 return thread
             await asyncio.sleep(0.1)
+
+    async def follow(self, native_id: str, run_id: str, seconds: float) -> bool:
+        """Follow a run on its SSE join stream for up to ``seconds``: True when the stream
+        closed (the run ended or stopped at its next interrupt), False when it is still
+        running then (or the stream failed: what was sent was delivered either way)."""
+        if seconds <= 0:
+            return False
+        try:
+            async with asyncio.timeout(seconds):
+                async with self._http.stream(
+                    "GET", f"/threads/{native_id}/runs/{run_id}/stream", timeout_s=seconds + 1
+                ) as events:
+                    async for _event in events:
+                        pass
+        except (TimeoutError, BackendError):
+            return False
+        return True

@@ -18,6 +18,9 @@ GRAPHS_DIR = Path(__file__).parent / "graphs"
 GRAPHS = {
     "inbox": "./inbox_graph.py:graph",
     "hitl_agent": "./hitl_agent_graph.py:graph",
+    "breakpoint_agent": "./breakpoint_graph.py:graph",
+    "breakpoint_after": "./breakpoint_graph.py:graph_after",
+    "breakpoint_plain": "./breakpoint_graph.py:plain",
     "any_value": "./any_value_graph.py:graph",
     "picky": "./any_value_graph.py:picky",
     "two_interrupts": "./two_interrupts_graph.py:graph",

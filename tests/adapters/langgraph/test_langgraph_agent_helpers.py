@@ -56,14 +56,16 @@ async def test_ask_raises_an_inbox_interrupt_whose_schema_guards_edits(
     assert reply == {"kind": "edit", "args": edited, "text": None}
 
 
-async def test_review_tools_gets_one_reply_per_call_from_one_decision(
+async def test_review_tools_gets_one_reply_per_call_from_one_command(
     adapter: LangGraphBackend, server: ServerClient
 ):
     tid = server.run_until_interrupted("helper_review", {})
     interrupt = await the_interrupt(adapter, tid)
     assert interrupt.allowed_decisions == [DecisionKind.APPROVE, DecisionKind.REJECT]
+    # several calls: one decision per call, in one command (a single one for all is refused)
+    per_call = [Decision(kind=DecisionKind.REJECT, feedback="later")] * len(interrupt.actions)
     await adapter.decide(
-        interrupt, Decision(kind=DecisionKind.REJECT, feedback="later"),
+        interrupt, Decision(kind=DecisionKind.REJECT, feedback="later", decisions=per_call),
         idempotency_key=f"k-{tid}", identity="ann",
     )
     replies = server.wait_status(tid, "idle")["values"]["replies"]

@@ -191,20 +191,27 @@ async def test_middleware_allowed_decisions_come_from_the_review_config(
 TWO_CALLS = agent_input(("send_email", {"to": "a@x", "body": "hi"}), ("delete_file", {"path": "r.txt"}))
 
 
-async def test_middleware_interrupt_with_two_calls_is_one_item_decided_in_one_step(
+async def test_middleware_interrupt_with_two_calls_is_one_item_decided_call_by_call(
     adapter: LangGraphBackend, server: ServerClient
 ):
     tid = server.run_until_interrupted("hitl_agent", TWO_CALLS)
     interrupt = await the_interrupt(adapter, tid)  # one inbox item for the two calls
     assert interrupt.action == "send_email + delete_file"
-    # one decision for every call: what both allow, plus edit (the unchanged call is approved)
-    assert interrupt.allowed_decisions == [DecisionKind.APPROVE, DecisionKind.EDIT, DecisionKind.REJECT]
+    # what some call allows; each call is checked against its own list
+    assert interrupt.allowed_decisions == list(DecisionKind)
+    assert [a.action for a in interrupt.actions] == ["send_email", "delete_file"]
     calls = interrupt.args["calls"]
     assert [c["name"] for c in calls] == ["send_email", "delete_file"]
 
-    edited = {"calls": [{"name": "send_email", "args": {"to": "b@x", "body": "yo"}}, calls[1]]}
+    per_call = [
+        Decision(kind=DecisionKind.EDIT, args={"to": "b@x", "body": "yo"}),
+        Decision(kind=DecisionKind.APPROVE),
+    ]
     await adapter.decide(
-        interrupt, Decision(kind=DecisionKind.EDIT, args=edited), idempotency_key=f"k-{tid}", identity="ann"
+        interrupt,
+        Decision(kind=DecisionKind.EDIT, decisions=per_call),
+        idempotency_key=f"k-{tid}",
+        identity="ann",
     )
 
     server.wait_status(tid, "idle")
@@ -218,25 +225,26 @@ async def test_middleware_two_calls_edit_of_a_call_that_may_not_be_edited_is_ref
 ):
     tid = server.run_until_interrupted("hitl_agent", TWO_CALLS)
     interrupt = await the_interrupt(adapter, tid)
-    calls = interrupt.args["calls"]
-    edited = {"calls": [calls[0], {"name": "delete_file", "args": {"path": "/etc/passwd"}}]}
-    with pytest.raises(InvalidInput, match="delete_file may not be edited"):
+    edited = [Decision(kind=DecisionKind.APPROVE), Decision(kind=DecisionKind.EDIT, args={"path": "/etc/passwd"})]
+    with pytest.raises(InvalidInput, match="edit is not allowed"):
         await adapter.decide(
-            interrupt, Decision(kind=DecisionKind.EDIT, args=edited), idempotency_key=f"k-{tid}", identity="ann"
+            interrupt, Decision(kind=DecisionKind.EDIT, decisions=edited), idempotency_key=f"k-{tid}", identity="ann"
         )
-    short = {"calls": calls[:1]}  # a partial list is never sent
+    short = [Decision(kind=DecisionKind.APPROVE)]  # a partial list is never sent
     with pytest.raises(InvalidInput):
         await adapter.decide(
-            interrupt, Decision(kind=DecisionKind.EDIT, args=short), idempotency_key=f"k-{tid}", identity="ann"
+            interrupt, Decision(kind=DecisionKind.APPROVE, decisions=short), idempotency_key=f"k-{tid}", identity="ann"
         )
     assert len(server.runs(tid)) == 1
 
 
-async def test_middleware_two_calls_reject_rejects_both(adapter: LangGraphBackend, server: ServerClient):
+async def test_middleware_two_calls_rejected_call_by_call_reject_both(adapter: LangGraphBackend, server: ServerClient):
     tid = server.run_until_interrupted("hitl_agent", TWO_CALLS)
     interrupt = await the_interrupt(adapter, tid)
+    both = [Decision(kind=DecisionKind.REJECT, feedback="stop")] * 2
     await adapter.decide(
-        interrupt, Decision(kind=DecisionKind.REJECT, feedback="stop"), idempotency_key=f"k-{tid}", identity="ann"
+        interrupt, Decision(kind=DecisionKind.REJECT, feedback="stop", decisions=both),
+        idempotency_key=f"k-{tid}", identity="ann"
     )
     server.wait_status(tid, "idle")
     tools = tool_messages(server, tid)
