@@ -10,7 +10,8 @@ No I/O: ``system_tables.py`` reads the wait (:class:`PendingRecv`), this module 
 - **Deadline**: the recv's timeout, journaled as the wake-up time of its sleep row.
 - **Decisions**: ``respond`` (the JSON response is the message, as is), ``approve`` and
   ``reject`` (the common decision payload ``{"type": ...}``, with ``feedback``). No ``edit``:
-  a recv proposes no arguments to edit.
+  a recv proposes no arguments to edit. When the workflow published a JSON Schema of the
+  message (event ``recv_schema``), approve / reject are offered only if their payloads fit it.
 - **A message irq sent that the recv has not taken** (after :data:`STALE_S`, while the
   workflow runs): it went to another topic than the one the recv waits on. The item then
   takes a new id (``recv:<fid>/unanswered-<n>``) whose description says so, so a gateway that
@@ -28,6 +29,7 @@ from backend_adapters.dbos.conventions import (
     NATIVE_WAIT_PREFIX,
 )
 from backend_adapters.dbos.system_tables import Message, PendingRecv
+from console.decision_check import DecisionProblem, schema_validator
 from console.model import Action, DecisionKind, Interrupt, InterruptHandler, InterruptKind
 
 #: a message irq sent that a running recv has not taken after this long went to another
@@ -52,6 +54,22 @@ def published_topic(wait: PendingRecv) -> str | None:
 def published_schema(wait: PendingRecv) -> dict[str, Any] | None:
     schema = wait.published_schema
     return schema if isinstance(schema, dict) else None
+
+
+def allowed_decisions(wait: PendingRecv) -> list[DecisionKind]:
+    """respond always; approve / reject when their common payloads fit the published schema."""
+    schema = published_schema(wait)
+    if schema is None:
+        return list(NATIVE_DECISIONS)
+    checked = schema_validator(schema)
+    if isinstance(checked, DecisionProblem):
+        return [DecisionKind.RESPOND]  # a broken schema: respond is refused when it is sent
+    samples = {
+        DecisionKind.APPROVE: {"type": "approve"},
+        DecisionKind.REJECT: {"type": "reject", "feedback": "text"},
+    }
+    fits = [kind for kind, sample in samples.items() if checked.is_valid(sample)]
+    return [DecisionKind.RESPOND, *fits]
 
 
 def topic_label(topic: str | None) -> str:
@@ -149,7 +167,7 @@ def message_interrupt(
         title=f"{workflow_name or 'workflow'} waits for a message (DBOS.recv)",
         description=_description(wait, stale),
         action="DBOS.recv",
-        allowed_decisions=list(NATIVE_DECISIONS),
+        allowed_decisions=allowed_decisions(wait),
         created_at=began or datetime.now(UTC),
         kind=InterruptKind.MESSAGE,
         handlers=handlers,

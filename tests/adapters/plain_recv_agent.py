@@ -64,8 +64,8 @@ def main(db_path: str, args: list[str]) -> None:
             "application_version": "refunds-1",
         }
     )
-    DBOS.register_queue("approvals", polling_interval_sec=0.1)
     DBOS.launch()
+    DBOS.register_queue("approvals", polling_interval_sec=0.1)  # after launch (DBOS 3.4)
     published = False
     for arg in args:
         if arg == "--published":
