@@ -198,20 +198,6 @@ def message(client: DBOSClient, message_uuid: str) -> Message | None:
     return _message(row) if row is not None else None
 
 
-def recv_output(client: DBOSClient, workflow_id: str, function_id: int) -> tuple[bool, Any]:
-    """Whether the recv at ``function_id`` has returned, and what (the journaled message)."""
-    ops = _tables().operation_outputs
-    with _engine(client).connect() as conn:
-        row = conn.execute(
-            sa.select(ops.c.function_name, ops.c.output, ops.c.serialization).where(
-                ops.c.workflow_uuid == workflow_id, ops.c.function_id == function_id
-            )
-        ).first()
-    if row is None:
-        return False, None
-    return True, _value(client, row[1], row[2])
-
-
 def event_values(client: DBOSClient, workflow_ids: list[str], key: str) -> dict[str, Any]:
     """``get_event(id, key, timeout_seconds=0)`` for many workflows in one statement per 500
     (the public call is one or two statements per workflow: a thousand parked workflows made
