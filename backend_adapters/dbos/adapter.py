@@ -21,10 +21,11 @@ from backend_adapters.dbos.capabilities import DBOS_CAPABILITIES
 from backend_adapters.dbos.decision_delivery import DBOSDecisionDelivery
 from backend_adapters.dbos.location import DatabaseLocation, locate
 from backend_adapters.dbos.mapping import BACKEND
+from backend_adapters.dbos.native_delivery import NativeMessageDelivery
 from backend_adapters.dbos.observer import DBOSObserver
 from backend_adapters.dbos.system_database import SystemDatabase
 from backend_adapters.registry import BackendURL
-from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
+from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
 
 
 class DBOSBackend:
@@ -58,6 +59,8 @@ class DBOSBackend:
         )
         self._actions = DBOSActions(self._database, ledger, context=context)
         self._decisions = DBOSDecisionDelivery(self._database, ledger, context=context)
+        self._messages = NativeMessageDelivery(self._database)
+        self._ledger = ledger
 
     def run_id(self, native_id: str) -> str:
         return Run.make_id(BACKEND, self.context, native_id)
@@ -116,6 +119,15 @@ class DBOSBackend:
     async def decide(
         self, interrupt: Interrupt, decision: Decision, *, idempotency_key: str, identity: str
     ) -> ActionOutcome:
+        """An irq helper's interrupt: ``send`` on its decision topic; a workflow's own recv
+        (kind ``message``): the payload sent on the operator's or the workflow's topic."""
+        if interrupt.kind is InterruptKind.MESSAGE:
+            return await self._messages.decide(
+                interrupt,
+                decision,
+                idempotency_key=idempotency_key,
+                ledger_paused=self._ledger.is_paused(interrupt.run_id),
+            )
         return await self._decisions.decide(
             interrupt, decision, idempotency_key=idempotency_key, identity=identity
         )

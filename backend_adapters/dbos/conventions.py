@@ -41,6 +41,21 @@ ATTR_WAITING = "irq.waiting"
 
 DECISION_TOPIC_PREFIX = "decision/"
 
+# ---- native waits: workflows that wait in DBOS.recv without irq's helpers (README.md,
+# "Agents that don't use irq's helpers")
+
+#: event a plain workflow may set to name the topic its recv waits on (DBOS records the
+#: topic only once a message arrives): ``DBOS.set_event("recv_topic", "approval")``
+EVENT_RECV_TOPIC = "recv_topic"
+#: event a plain workflow may set to a JSON Schema of the message it expects; irq validates
+#: the payload against it before it sends anything
+EVENT_RECV_SCHEMA = "recv_schema"
+#: native id of a message wait: ``recv:<the recv's DBOS function id>``
+NATIVE_WAIT_PREFIX = "recv:"
+#: idempotency keys of the messages irq sends to native waits: ``irq-message:<decision key>``
+#: (DBOS stores ``<key>::<destination>`` as the message uuid, so irq's messages are known)
+NATIVE_MESSAGE_KEY_PREFIX = "irq-message:"
+
 #: DBOS statuses in which a workflow is (or is about to be) executing
 ACTIVE_STATUSES = ("PENDING", "ENQUEUED", "DELAYED")
 
@@ -61,6 +76,10 @@ DBOS_OPERATIONS = frozenset(
     }
 )
 
+
+def native_message_key(decision_key: str) -> str:
+    """The DBOS idempotency key of the message that carries the decision ``decision_key``."""
+    return f"{NATIVE_MESSAGE_KEY_PREFIX}{decision_key}"
 
 
 def decision_topic(interrupt_id: str) -> str:

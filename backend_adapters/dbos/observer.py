@@ -31,7 +31,9 @@ from backend_adapters.dbos.mapping import (
     paused_by_irq,
     run_from_status,
 )
+from backend_adapters.dbos.native_waits import is_helper_wait, message_interrupt, wait_notes
 from backend_adapters.dbos.system_database import LIST, SystemDatabase
+from backend_adapters.dbos.system_tables import PendingRecv, event_values, pending_recvs
 from console.model import Interrupt, JournalStep, Run
 
 #: a cancelled run's agent may report its release this long after the cancel
@@ -99,10 +101,35 @@ class DBOSObserver:
         return listing
 
     def _events_sync(self, workflow_ids: list[str]) -> dict[str, Any]:
-        client = self._database.connected()
-        return {
-            wid: client.get_event(wid, EVENT_INTERRUPT, timeout_seconds=0) for wid in workflow_ids
-        }
+        """The ``irq.interrupt`` event of each workflow (absent: none), in one statement."""
+        return event_values(self._database.connected(), workflow_ids, EVENT_INTERRUPT)
+
+    def _waits_sync(self, workflow_ids: list[str]) -> dict[str, PendingRecv]:
+        return pending_recvs(self._database.connected(), workflow_ids)
+
+    def _may_wait_natively(self, status: WorkflowStatus) -> bool:
+        """Running (PENDING) and paused runs may be parked in a recv of their own."""
+        return status.status == "PENDING" or self._is_paused(status)
+
+    def _add_native_wait(
+        self, run: Run, status: WorkflowStatus, wait: PendingRecv | None
+    ) -> Interrupt | None:
+        """The run's own recv as an item of kind message (README.md, "Agents that don't use
+        irq's helpers"), unless irq's helper waits in it (then that interrupt is the item)."""
+        if wait is None or run.interrupts or is_helper_wait(wait):
+            return None
+        interrupt = message_interrupt(
+            wait,
+            run_id=run.id,
+            workflow_name=str(status.name or ""),
+            live=status.status == "PENDING",
+            now_s=time.time(),
+        )
+        run.interrupts.append(interrupt.id)
+        run.heartbeat_expected = False  # parked in a recv: nothing runs that could beat
+        for action, notes in wait_notes(wait).items():
+            run.action_notes.setdefault(action, []).extend(notes)
+        return interrupt
 
     def _may_have_interrupt(self, status: WorkflowStatus) -> bool:
         """Active and paused runs, skipping those whose agent says it waits on nothing (the
@@ -184,40 +211,69 @@ class DBOSObserver:
         ]
         wanted = [s.workflow_id for s in statuses if self._may_have_interrupt(s)]
         events = await self._database.call(self._events_sync, wanted) if wanted else {}
+        parked = [s.workflow_id for s in statuses if self._may_wait_natively(s)]
+        waits = await self._database.call(self._waits_sync, parked) if parked else {}
         observation = Observation()
         for status in statuses:
             run, interrupt = self._to_run(status, events.get(status.workflow_id))
+            interrupt = interrupt or self._add_native_wait(
+                run, status, waits.get(status.workflow_id)
+            )
             observation.runs.append(run)
             if interrupt is not None:
                 observation.interrupts.append(interrupt)
         return observation
 
-    def _run_sync(self, native_id: str) -> tuple[WorkflowStatus, Any]:
+    def _run_sync(self, native_id: str) -> tuple[WorkflowStatus, Any, PendingRecv | None]:
         status = self._database.status(native_id)
         event = None
+        wait = None
         if status.status in ACTIVE_STATUSES or status.status == "CANCELLED":
             event = self._database.connected().get_event(
                 native_id, EVENT_INTERRUPT, timeout_seconds=0
             )
-        return status, event
+            wait = pending_recvs(self._database.connected(), [native_id]).get(native_id)
+        return status, event, wait
 
     async def get_run(self, native_id: str) -> Run:
-        status, event = await self._database.call(self._run_sync, native_id)
+        status, event, wait = await self._database.call(self._run_sync, native_id)
         if status.status == "CANCELLED" and not self._is_paused(status):
             event = None  # a cancelled run's leftover interrupt can no longer be decided
-        return self._to_run(status, event)[0]
+            wait = None
+        run, interrupt = self._to_run(status, event)
+        if interrupt is None and self._may_wait_natively(status):
+            self._add_native_wait(run, status, wait)
+        return run
 
     def _journal_sync(self, native_id: str, ledger_paused: bool) -> list[JournalStep]:
         status = self._database.status(native_id)
         steps = self._database.connected().list_workflow_steps(native_id)
         marker = attributes_of(status).get(ATTR_STEP)
-        return journal_from_steps(
+        journal = journal_from_steps(
             steps,
             native=str(status.status),
             marker=marker if isinstance(marker, dict) else None,
             paused=paused_by_irq(status, ledger_paused),
         )
+        if ATTR_RUN in attributes_of(status):
+            return journal
+        return [_native_wait_step(step) for step in journal]
 
     async def journal(self, native_id: str) -> list[JournalStep]:
         ledger_paused = self._ledger.is_paused(self.run_id(native_id))
         return await self._database.call(self._journal_sync, native_id, ledger_paused)
+
+
+def _native_wait_step(step: JournalStep) -> JournalStep:
+    """A run without irq's helpers waits in its own recv, not for an irq decision: say what
+    it waits for, and that the wait re-runs nothing on recovery."""
+    if step.name != "wait for decision":
+        return step
+    update: dict[str, Any] = {"name": "wait for message (DBOS.recv)"}
+    if step.status == "in_flight":
+        update["detail"] = (
+            "waiting in DBOS.recv (topic not recorded by DBOS until a message arrives); "
+            "re-runs nothing on recovery or resume: the recv waits again until its "
+            "journaled deadline"
+        )
+    return step.model_copy(update=update)
