@@ -219,6 +219,22 @@ class Decision(BaseModel):
     # a batched interrupt (kind middleware): one decision per action request, in order
     decisions: list[Decision] | None = None
 
+    @classmethod
+    def batched(cls, calls: list[Decision]) -> Decision:
+        """Per-call decisions as one command. Its kind is the strongest of the calls' (an
+        edit if any call is edited, else approve if any call goes ahead, else reject): what
+        command rules and four eyes judge; each call is checked on its own."""
+        kinds = {c.kind for c in calls}
+        if DecisionKind.EDIT in kinds:
+            kind = DecisionKind.EDIT
+        elif kinds & {DecisionKind.APPROVE, DecisionKind.RESPOND}:
+            kind = DecisionKind.APPROVE
+        else:
+            kind = DecisionKind.REJECT
+        feedback = "; ".join(c.feedback or "" for c in calls if c.feedback) or None
+        args = next((c.args for c in calls if c.args is not None), None)
+        return cls(kind=kind, decisions=calls, feedback=feedback, args=args)
+
     def payload(self) -> dict[str, Any]:
         """The value delivered to the agent (common shape across backends)."""
         out: dict[str, Any] = {"type": self.kind.value}

@@ -79,23 +79,6 @@ def parse_call(text: str, position: int) -> Decision:
     return Decision(kind=kind, response=response)
 
 
-def overall_kind(calls: list[Decision]) -> Decision:
-    """The decision as one command: its kind is the strongest of the calls' (an edit if any
-    call is edited, else approve if any call goes ahead, else reject)."""
-    from console.model import Decision, DecisionKind
-
-    kinds = {c.kind for c in calls}
-    if DecisionKind.EDIT in kinds:
-        kind = DecisionKind.EDIT
-    elif kinds & {DecisionKind.APPROVE, DecisionKind.RESPOND}:
-        kind = DecisionKind.APPROVE
-    else:
-        kind = DecisionKind.REJECT
-    feedback = "; ".join(c.feedback or "" for c in calls if c.feedback) or None
-    args = next((c.args for c in calls if c.args is not None), None)
-    return Decision(kind=kind, decisions=calls, feedback=feedback, args=args)
-
-
 def decide_calls_command(
     ctx: typer.Context,
     calls: Annotated[
@@ -115,11 +98,13 @@ def decide_calls_command(
 ) -> None:
     """Decide each call of a batched interrupt on its own (approve one, edit a second,
     reject a third); the run resumes once with the decisions in order."""
+    from console.model import Decision
+
     parsed = [parse_call(text, i + 1) for i, text in enumerate(calls)]
     decide(
         connection_of(ctx, url, token, context),
         interrupt,
-        overall_kind(parsed),
+        Decision.batched(parsed),
         reason=reason,
         key=key,
         output=output,

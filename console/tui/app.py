@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.text import Text
 from textual import work
 from textual._compositor import ChopsUpdate
@@ -50,6 +50,7 @@ from console.notify_config import NotifySettings
 from console.terminal_text import terminal_safe
 from console.tui.attention import Attention
 from console.tui.command_line import parse_command
+from console.tui.decision_dialog import decision_details, decision_editor, decision_from
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
 from console.tui.marks import clear_sent_marks
@@ -62,7 +63,7 @@ from console.tui.screens.base import DECISIONS as DECISION_NAMES
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.help import HelpScreen, KeyHelp
-from console.tui.screens.inbox import InboxScreen, args_text, policy_text
+from console.tui.screens.inbox import InboxScreen
 from console.tui.screens.obligations import ObligationsScreen
 from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.scrollbars import use_mode_scrollbars
@@ -71,12 +72,6 @@ from console.tui.state_display import glyphs
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.results_dialog import ResultsDialog
 from console.tui.widgets.status_header import HeaderInfo
-from console.tui.widgets.value_editors import (
-    ArgsEditor,
-    FeedbackEditor,
-    ResponseEditor,
-    ValueEditor,
-)
 
 STYLES = Path(__file__).parent / "styles"
 TIMELINE_LENGTH = 30
@@ -558,40 +553,12 @@ class IrqApp(App[None]):
 
     async def _decision_steps(self, kind: DecisionKind, interrupt_id: str) -> None:
         intr = self.view.interrupts[interrupt_id]
-        editor: ValueEditor | None = None
-        if kind is DecisionKind.EDIT:
-            editor = ArgsEditor(intr.args, intr.args_schema, id="args-editor")
-        elif kind is DecisionKind.REJECT:
-            editor = FeedbackEditor(id="feedback-editor")
-        elif kind is DecisionKind.RESPOND:
-            editor = ResponseEditor(id="response-editor")
-        head = Text()
-        head.append(f"{terminal_safe(intr.title)}\n", style="bold")
-        head.append(f"run {terminal_safe(intr.run_id)}\n", style="dim")
-        if intr.policy is not None:
-            head.append(policy_text(intr.policy))
-            head.append("\n")
-        action = terminal_safe(intr.action or "")
-        if kind is DecisionKind.APPROVE:
-            head.append("runs as proposed: ", style="bold")
-            head.append(action or "(no action)")
-            details: RenderableType = Group(head, args_text(intr))
-        elif kind is DecisionKind.REJECT:
-            head.append(f"does not run {action or 'the proposed action'}; "
-                        "your feedback goes back to the agent")
-            details = head
-        elif kind is DecisionKind.RESPOND:
-            head.append("your answer becomes the result of "
-                        f"{action or 'the tool call'}")
-            details = head
-        else:
-            head.append(f"runs {action or 'the action'} with your arguments")
-            details = head
+        editor = decision_editor(intr, kind)
         dialog = ConfirmDialog(
             title=f"{kind.value.capitalize()} interrupt?",
             verb=kind.value,
             targets=[interrupt_id],
-            details=details,
+            details=decision_details(intr, kind),
             editor=editor,
             glyphs=self.glyphs,
             ascii_only=self.ascii_only,
@@ -600,13 +567,7 @@ class IrqApp(App[None]):
         if outcome is None:
             self.notify(f"{kind.value}: nothing sent", timeout=3)
             return
-        decision = Decision(kind=kind)
-        if kind is DecisionKind.EDIT:
-            decision.args = outcome.value
-        elif kind is DecisionKind.REJECT:
-            decision.feedback = outcome.value or ""
-        elif kind is DecisionKind.RESPOND:
-            decision.response = outcome.value
+        decision = decision_from(kind, editor, outcome.value)
         results = await self._send(Action.DECIDE, [interrupt_id], reason=outcome.reason,
                                    decision=decision)
         await self.push_screen_wait(ResultsDialog(kind.value.capitalize(), results,

@@ -67,6 +67,29 @@ def interrupt_header(intr: Interrupt, age_s: float) -> Text:
     if intr.policy is not None:
         text.append("\npolicy    ")
         text.append(policy_text(intr.policy, indent=" " * 10))
+    text.append(native_text(intr))
+    return text
+
+
+def native_text(intr: Interrupt) -> Text:
+    """A native wait's kind, where it waits, its deadline and who answers it; a batched
+    interrupt's calls. Empty for an irq helper interrupt with one call."""
+    text = Text()
+    if intr.kind.value != "helper":
+        text.append("\nkind      ")
+        text.append(intr.kind.value, style="bold")
+    if intr.wait_site:
+        text.append(f"\nwaits at  {terminal_safe(intr.wait_site)}")
+    if intr.deadline_at is not None:
+        text.append(f"\ndeadline  {intr.deadline_at:%Y-%m-%d %H:%M:%S} UTC")
+    for h in intr.handlers:
+        about = f": {h.description}" if h.description else ""
+        text.append(f"\nhandler   {terminal_safe(f'{h.kind} {h.name}{about}')}")
+    for n, call in enumerate(intr.actions, 1):
+        allowed = ",".join(d.value for d in call.allowed_decisions)
+        args = json.dumps(call.args, separators=(",", ":"), sort_keys=True)
+        text.append(f"\ncall {n:<4} {terminal_safe(truncate(f'{call.action} {args}', 60))}")
+        text.append(f" [{allowed}]", style="dim")
     return text
 
 
