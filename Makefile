@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RESTATE_VERSION := 1.7.12
 RESTATE_STAMP := $(VENV)/restate/.installed-$(RESTATE_VERSION)
 
-.PHONY: demo test install screenshots bench bench-adapters chaos clean
+.PHONY: demo test install screenshots bench bench-adapters bench-native chaos clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -59,6 +59,13 @@ bench-adapters: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/dbos_adapter.py
 	$(BIN)/python benchmarks/restate_hang.py
 	$(BIN)/python benchmarks/langgraph_inbox.py
+
+# native human waits (no irq code in the agent): wait begins -> inbox item, p95 at 1 and at
+# 1,000 waiting runs, and the polling cost on each backend -> results/native_waits_*.json
+bench-native: $(STAMP) $(RESTATE_STAMP)
+	$(BIN)/python benchmarks/native_waits_temporal.py
+	$(BIN)/python benchmarks/native_waits_dbos.py
+	$(BIN)/python benchmarks/native_waits_langgraph.py
 
 # fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
 # journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table
