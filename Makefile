@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RESTATE_VERSION := 1.7.12
 RESTATE_STAMP := $(VENV)/restate/.installed-$(RESTATE_VERSION)
 
-.PHONY: demo test install screenshots bench bench-adapters bench-native chaos clean
+.PHONY: demo test install screenshots docs bench bench-adapters bench-native-waits bench-profile chaos clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,11 @@ screenshots: $(STAMP)
 	  || echo "rsvg-convert unavailable: writing SVG only" >&2)
 	$(BIN)/python -m tools.screenshots --out screenshots
 
+# docs/cli-reference.md from the typer app in console/cli (never by hand: tests/unit/test_docs.py
+# fails when it and the code disagree)
+docs: $(STAMP)
+	$(BIN)/python -m tools.cli_reference --out docs/cli-reference.md
+
 # the gateway's fast path, the TUI, the command line and two gateways (under 10 minutes)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/gateway_scale.py
@@ -49,6 +54,8 @@ bench: $(STAMP)
 
 # each adapter and the policy guard against their real servers (a 1,000-workflow Temporal
 # fleet takes minutes to start: 15-25 minutes in all)
+# Each writes benchmarks/results/<script>.json; temporal_dead_worker.json keeps one entry per
+# --poll/--rps variant.
 bench-adapters: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/temporal_observe.py
 	$(BIN)/python benchmarks/policy_guard.py
@@ -60,12 +67,18 @@ bench-adapters: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/restate_hang.py
 	$(BIN)/python benchmarks/langgraph_inbox.py
 
-# native human waits (no irq code in the agent): wait begins -> inbox item, p95 at 1 and at
-# 1,000 waiting runs, and the polling cost on each backend -> results/native_waits_*.json
-bench-native: $(STAMP) $(RESTATE_STAMP)
-	$(BIN)/python benchmarks/native_waits_temporal.py
-	$(BIN)/python benchmarks/native_waits_dbos.py
-	$(BIN)/python benchmarks/native_waits_langgraph.py
+# where the gateway's time goes, under pyinstrument (its own cost tips the gateway over): the
+# profile docs/performance.md cites; the run's figures go to /dev/null, not over gateway.json
+bench-profile: $(STAMP)
+	$(BIN)/python benchmarks/gateway_scale.py --clients 1,10 --seconds 10 \
+	  --profile benchmarks/results/gateway-profile.txt --out /dev/null
+
+# agents waiting in their backend's own idiom (no irq import), 1,000 of them per backend: how
+# soon each wait shows up in the inbox and what polling costs (about 2-3 minutes each)
+bench-native-waits: $(STAMP) $(RESTATE_STAMP)
+	$(BIN)/python benchmarks/native_waits_temporal.py  # -> benchmarks/results/native_waits_temporal.json
+	$(BIN)/python benchmarks/native_waits_dbos.py  # -> results/native_waits_dbos.json
+	$(BIN)/python benchmarks/native_waits_langgraph.py  # -> results/native_waits_langgraph.json
 
 # fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
 # journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from backend_adapters.base import MemoryPauseLedger  # noqa: E402
 from backend_adapters.registry import open_backend  # noqa: E402
+from benchmarks.results_file import spread, write_results  # noqa: E402
 from console.model import Decision, DecisionKind, Interrupt  # noqa: E402
 from console.processes import ChildProcess  # noqa: E402
 
@@ -119,6 +120,11 @@ async def main(args: argparse.Namespace) -> None:
     print(line("observe() (one poll)", polls))
     if wake:
         print(line(f"decide() -> no longer pending (poll {args.poll:g}s)", wake))
+    write_results("dbos_adapter", {
+        "agents": args.agents, "workers": args.workers, "runs_per_poll": runs_seen,
+        "agent_listener_poll_s": 0.1, "decision_poll_s": args.poll,
+        "observe_ms": spread(polls), "decide_to_not_pending_ms": spread(wake),
+    })
 
 
 if __name__ == "__main__":

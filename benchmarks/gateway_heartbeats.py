@@ -33,6 +33,7 @@ from backend_adapters.base import (  # noqa: E402
     Capabilities,
     Observation,
 )
+from benchmarks.results_file import write_results  # noqa: E402
 from console.model import Action, Run  # noqa: E402
 
 
@@ -206,7 +207,18 @@ def main() -> None:
     print(f"  heartbeat->client    p50 {statistics.median(lat) * 1000:6.0f} ms   "
           f"p95 {lat[int(0.95 * (len(lat) - 1))] * 1000:6.0f} ms   max {lat[-1] * 1000:6.0f} ms")
     print(f"  gateway CPU          {100 * cpu / wall:8.1f} % of one core")
-    print(f"  gateway RSS          {_rss_mb(proc.pid):8.0f} MB")
+    rss = _rss_mb(proc.pid)
+    print(f"  gateway RSS          {rss:8.0f} MB")
+    write_results("gateway_heartbeats", {
+        "runs": args.runs, "rate_offered": args.rate, "seconds": args.seconds,
+        "heartbeats_sent_per_s": round(sent[0] / args.seconds),
+        "run_events_per_s": round(stats["events"] / wall),
+        "frames_per_s": round(stats["frames"] / wall, 1),
+        "heartbeat_to_client_ms": {"p50": round(statistics.median(lat) * 1000),
+                                   "p95": round(lat[int(0.95 * (len(lat) - 1))] * 1000),
+                                   "max": round(lat[-1] * 1000)},
+        "gateway_cpu_pct": round(100 * cpu / wall, 1), "gateway_rss_mb": round(rss),
+    })
     proc.kill()
     proc.join(5)
 

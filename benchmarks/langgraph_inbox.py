@@ -34,6 +34,7 @@ from backend_adapters.base import MemoryPauseLedger  # noqa: E402
 from backend_adapters.langgraph.adapter import LangGraphBackend  # noqa: E402
 from backend_adapters.langgraph.dev_server import AgentServer, write_config  # noqa: E402
 from backend_adapters.registry import open_backend  # noqa: E402
+from benchmarks.results_file import write_results  # noqa: E402
 
 GRAPH = '''
 from typing import Any, TypedDict
@@ -168,6 +169,13 @@ async def main(args: argparse.Namespace) -> None:
     print(f"{'':52} {'time':>9} {'items':>6} {'ratio':>7}")
     for name, (seconds, found) in rows:
         print(f"{name:52} {seconds:8.3f}s {found:6d} {seconds / base:6.1f}x")
+    write_results("langgraph_inbox", {
+        "threads": args.threads, "repeats": args.repeats, "jobs_per_worker": args.jobs,
+        "fill_s": round(filled, 1),
+        "median_s": {name: {"seconds": round(seconds, 3), "items": found,
+                            "ratio": round(seconds / base, 1)}
+                     for name, (seconds, found) in rows},
+    })
 
 
 if __name__ == "__main__":

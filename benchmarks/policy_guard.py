@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import cel  # noqa: E402
 
+from benchmarks.results_file import write_results  # noqa: E402
 from console.policy.engine import PolicyEngine  # noqa: E402
 from console.policy.loader import parse_policy  # noqa: E402
 from console.policy.model import Invocation  # noqa: E402
@@ -318,6 +319,20 @@ def main() -> None:
     print(f"goal p99 < 1000 µs: wall {'met' if p99 < 1000 else 'NOT met'} ({p99:.0f} µs), "
           f"CPU {'met' if p99_cpu < 1000 else 'NOT met'} ({p99_cpu:.0f} µs); load average "
           f"during the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    write_results("policy_guard", {
+        "rules": len(policy.rules), "conditions": conditions, "classes": classes,
+        "tool_classes": len(policy.tool_classes), "data_classes": len(policy.data_classes),
+        "datasets": len(policy.datasets), "depth_tool_classes": depth_tool,
+        "depth_data_classes": depth_data, "depth_lineage": depth_lineage,
+        "policy_kib": len(text) // 1024, "calls": len(calls),
+        "candidate_rules_per_call": round(candidates, 1), "matched_per_call": round(matched, 1),
+        "us": {name.strip(): {k: round(v, 1) for k, v in percentiles(data).items()}
+               for name, data in rows},
+        "full_collections": len(collections.pauses_ms),
+        "longest_collection_ms": round(max(collections.pauses_ms, default=0.0)),
+        "reload_ms": {"median": round(statistics.median(reloads)), "min": round(min(reloads)),
+                      "max": round(max(reloads)), "n": len(reloads)},
+    })
 
 
 if __name__ == "__main__":

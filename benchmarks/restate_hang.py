@@ -47,6 +47,7 @@ import restate  # noqa: E402
 from restate import Context  # noqa: E402
 
 from backend_adapters.restate.agent import AgentRun  # noqa: E402
+from benchmarks.results_file import write_results  # noqa: E402
 
 SERVICE_TIMEOUTS = {"inactivity_timeout": "3s", "abort_timeout": "3s"}
 
@@ -280,6 +281,17 @@ def main() -> None:
     states = sorted({f"{r['kind']}: Restate {r['what'].get('restate')}, irq "
                      f"{r['what'].get('irq_backend')}" for r in rows})
     print("states seen: " + "; ".join(states))
+    write_results("restate_hang", {
+        "trials": args.trials, "irq_poll_s": args.poll, "inactivity_timeout_s": 3,
+        "abort_timeout_s": 3, "agentrun_beat_s": 0.5, "agentrun_timeout_s": 3,
+        "seconds_after_signal": {
+            kind: {key: {"median": round(statistics.median(v), 2), "min": round(min(v), 2),
+                         "max": round(max(v), 2), "n": len(v)}
+                   for key, _ in cols if (v := [r[key] for r in rows if r["kind"] == kind
+                                                  and key in r])}
+            for kind in labels},
+        "states_seen": states, "rows": rows,
+    })
 
 
 if __name__ == "__main__":

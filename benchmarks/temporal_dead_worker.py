@@ -32,6 +32,7 @@ from backend_adapters.base import MemoryPauseLedger  # noqa: E402
 from backend_adapters.registry import open_backend  # noqa: E402
 from backend_adapters.temporal.adapter import TemporalBackend  # noqa: E402
 from backend_adapters.temporal.dev_server import DevServer  # noqa: E402
+from benchmarks.results_file import write_results  # noqa: E402
 from console.model import RunState  # noqa: E402
 from devtools.temporal_sample_worker import WorkerProcess  # noqa: E402
 
@@ -139,6 +140,17 @@ async def main(args: argparse.Namespace) -> None:
     print(f"  late after the kill: {spread(rows, 'late_after_s')}")
     print(f"  lost after the kill: {spread(rows, 'lost_after_s')}")
     print(f"  lost past the heartbeat deadline: {spread(rows, 'lost_past_heartbeat_deadline_s')}")
+    keys = ("late_after_s", "lost_after_s", "lost_past_heartbeat_deadline_s")
+    seen = {key: [r[key] for r in rows if r[key] == r[key]] for key in keys}  # NaN: never seen
+    variant = ",".join(f"{k}={v:g}" for k, v in sorted(args.url_params.items())) or "default"
+    write_results("temporal_dead_worker", {
+        "url_params": args.url_params, "trials": args.trials, "runs": len(rows),
+        "heartbeat_timeout_s": args.timeout, "cadence_s": args.cadence,
+        "seconds": {key: ({"median": round(statistics.median(v), 2), "min": min(v), "max": max(v),
+                           "n": len(v), "never_seen": len(rows) - len(v)} if v else None)
+                    for key, v in seen.items()},
+        "rows": [{k: (None if v != v else v) for k, v in r.items()} for r in rows],
+    }, variant=variant)
 
 
 if __name__ == "__main__":

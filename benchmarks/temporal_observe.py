@@ -51,6 +51,7 @@ from backend_adapters.temporal.dev_server import (  # noqa: E402
     temporal_cli,
 )
 from backend_adapters.temporal.payloads import decode_payloads, memo_field  # noqa: E402
+from benchmarks.results_file import write_results  # noqa: E402
 from console.semantics import unified_state  # noqa: E402
 from devtools.temporal_sample_worker import WorkerProcess  # noqa: E402
 
@@ -402,12 +403,19 @@ async def main(args: argparse.Namespace) -> None:
                 f"fleet: {args.runs} running workflows ({args.heartbeating} heartbeating every "
                 f"{args.cadence:g}s, {args.waiting} waiting) ready in {time.monotonic() - t:.1f}s"
             )
+            budgets = {}
             for rps in args.rps:
                 result = await measure_budget(server, rps, args)
                 print(json.dumps(result, indent=2))
+                budgets[f"{rps:g}"] = result
             inbox = await measure_inbox(server, args)
             print(json.dumps(inbox, indent=2))
             print_inbox(inbox)
+            write_results("temporal_observe", {
+                "runs": args.runs, "heartbeating": args.heartbeating, "waiting": args.waiting,
+                "cadence_s": args.cadence, "poll_s": args.poll, "measure_s": args.measure,
+                "by_rps": budgets, "inbox": inbox,
+            })
         finally:
             worker.stop()
             server.stop()
