@@ -35,7 +35,7 @@ from backend_adapters.langgraph.conventions import (
 )
 from backend_adapters.langgraph.http_api import AgentServerHttp
 from backend_adapters.langgraph.state_mapping import may_be_at_breakpoint, metadata_of
-from backend_adapters.langgraph.thread_reads import ThreadReads
+from backend_adapters.langgraph.thread_reads import ThreadReads, earlier_delivery
 from console.model import Decision, DecisionKind, Interrupt
 
 
@@ -61,7 +61,8 @@ class BreakpointDelivery:
             raise InvalidInput("decision refused: edit needs the state values", target=interrupt.id)
         checkpoint = interrupt.native_id.removeprefix(BREAKPOINT_PREFIX)
         thread = await self._threads.thread(tid)
-        delivered = await self._delivered_run(tid, interrupt, idempotency_key)
+        delivered = await earlier_delivery(
+            self._http, tid, interrupt, idempotency_key, did="continued", what="breakpoint")
         if delivered is not None:
             return delivered
         record = metadata_of(thread).get(META_BREAKPOINT)
@@ -204,27 +205,3 @@ class BreakpointDelivery:
             ),
             operations=[*ops, f'POST /threads/{tid}/runs {{"input": null}}'],
         )
-
-    async def _delivered_run(
-        self, tid: str, interrupt: Interrupt, key: str
-    ) -> ActionOutcome | None:
-        """Our own earlier continue of this stop (None when there is none); a conflict when
-        another command continued it."""
-        for run in await self._http.runs(tid, limit=100):
-            meta = run.get("metadata") if isinstance(run.get("metadata"), dict) else {}
-            assert isinstance(meta, dict)
-            if meta.get(META_INTERRUPT) != interrupt.native_id:
-                continue
-            if meta.get(META_COMMAND) == key:
-                return ActionOutcome(
-                    detail=(
-                        f"already delivered: run {run.get('run_id')} continued breakpoint "
-                        f"{interrupt.native_id} with this command ({run.get('status')})"
-                    )
-                )
-            raise Conflict(
-                f"breakpoint {interrupt.native_id} was already decided "
-                f"({meta.get(META_DECISION)} by {meta.get(META_BY) or '?'})",
-                target=interrupt.id,
-            )
-        return None

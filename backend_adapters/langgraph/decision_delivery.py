@@ -36,7 +36,7 @@ from backend_adapters.langgraph.interrupt_shapes import (
     resume_value,
 )
 from backend_adapters.langgraph.state_mapping import intent_of, metadata_of, pending_interrupts
-from backend_adapters.langgraph.thread_reads import ThreadReads
+from backend_adapters.langgraph.thread_reads import ThreadReads, earlier_delivery
 from console.model import Decision, Interrupt, InterruptKind, Run
 
 
@@ -150,23 +150,10 @@ class LangGraphDecisionDelivery:
     ) -> ActionOutcome:
         """The interrupt is not pending: our own earlier delivery (re-driven after a crash),
         decided by someone else, or an id the thread never had."""
-        for run in await self._http.runs(tid, limit=100):
-            meta = run.get("metadata") if isinstance(run.get("metadata"), dict) else {}
-            assert isinstance(meta, dict)
-            if meta.get(META_INTERRUPT) != interrupt.native_id:
-                continue
-            if meta.get(META_COMMAND) == key:
-                return ActionOutcome(
-                    detail=(
-                        f"already delivered: run {run.get('run_id')} resumed interrupt "
-                        f"{interrupt.native_id} with this command ({run.get('status')})"
-                    )
-                )
-            raise Conflict(
-                f"interrupt {interrupt.native_id} was already decided "
-                f"({meta.get(META_DECISION)} by {meta.get(META_BY) or '?'})",
-                target=interrupt.id,
-            )
+        earlier = await earlier_delivery(
+            self._http, tid, interrupt, key, did="resumed", what="interrupt")
+        if earlier is not None:
+            return earlier
         if intent_of(thread).get("action") == "cancel":
             raise Conflict(f"thread {tid} was cancelled: interrupt {interrupt.native_id} is gone")
         if await self._was_raised(tid, interrupt.native_id):

@@ -6,8 +6,15 @@ import asyncio
 import time
 from typing import Any
 
-from backend_adapters.base import BackendError, InvalidInput, NotFound
+from backend_adapters.base import ActionOutcome, BackendError, Conflict, InvalidInput, NotFound
+from backend_adapters.langgraph.conventions import (
+    META_BY,
+    META_COMMAND,
+    META_DECISION,
+    META_INTERRUPT,
+)
 from backend_adapters.langgraph.http_api import AgentServerHttp
+from console.model import Interrupt
 
 
 class ThreadReads:
@@ -54,3 +61,29 @@ class ThreadReads:
         except (TimeoutError, BackendError):
             return False
         return True
+
+
+async def earlier_delivery(http: AgentServerHttp, tid: str, interrupt: Interrupt, key: str,
+                           *, did: str, what: str) -> ActionOutcome | None:
+    """irq's own earlier run for this interrupt (its metadata names the interrupt and the
+    command): this command's, "already delivered"; another command's, a Conflict (decided
+    elsewhere); None when no run of irq's answered it. ``did``/``what`` word the outcome
+    ("resumed"/"interrupt", "continued"/"breakpoint")."""
+    for run in await http.runs(tid, limit=100):
+        meta = run.get("metadata") if isinstance(run.get("metadata"), dict) else {}
+        assert isinstance(meta, dict)
+        if meta.get(META_INTERRUPT) != interrupt.native_id:
+            continue
+        if meta.get(META_COMMAND) == key:
+            return ActionOutcome(
+                detail=(
+                    f"already delivered: run {run.get('run_id')} {did} {what} "
+                    f"{interrupt.native_id} with this command ({run.get('status')})"
+                )
+            )
+        raise Conflict(
+            f"{what} {interrupt.native_id} was already decided "
+            f"({meta.get(META_DECISION)} by {meta.get(META_BY) or '?'})",
+            target=interrupt.id,
+        )
+    return None
