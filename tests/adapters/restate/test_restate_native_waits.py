@@ -10,7 +10,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,7 +24,9 @@ from backend_adapters.registry import open_backend
 from backend_adapters.restate.adapter import RestateBackend
 from backend_adapters.restate.native_delivery import call_key
 from console.model import Decision, DecisionKind, Interrupt, InterruptKind, RunState
+from console.processes import stop_process
 from console.semantics import recoverability_warnings
+from tests.cli.cli_harness import INTERRUPT_FIELDS, ServedGateway, irq, start_gateway
 
 RESTATE_APP = "native_services:app"  # conftest's stack serves it
 
@@ -245,3 +248,62 @@ async def test_a_handler_that_does_not_resolve_the_promise_leaves_the_item_open(
     wait_for(lambda: _records(stack, key, "clicked"), "the click")
     assert _records(stack, key, "clicked") == ["s3cret"]
     assert _promise(admin, "NativeSignup", key, "link_clicked")["completed"] is True
+
+
+@pytest.fixture
+def gateway(
+    stack: RestateStack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[ServedGateway]:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("IRQ_HOME", str(home))
+    for var in ("IRQ_URL", "IRQ_TOKEN", "IRQ_CONTEXT"):
+        monkeypatch.delenv(var, raising=False)
+    served = start_gateway(home, [stack.server.backend_url(poll=0.3)])
+    try:
+        yield served
+    finally:
+        stop_process(served.process)
+
+
+def test_native_waits_through_a_real_gateway(gateway: ServedGateway, stack: RestateStack) -> None:
+    """``irq inbox`` lists both kinds; ``irq respond --handler`` answers the promise once
+    (without a handler: refused, exit 2); ``irq approve`` resolves the awakeable once."""
+    env = gateway.env(gateway.operator)
+    admin, key = stack.server.admin_url, f"g-{uuid.uuid4().hex[:8]}"
+    order = send(stack.server.ingress_url, f"NativeOrder/{key}/run", {"item": "y"})
+    review = send(stack.server.ingress_url, "NativeReview/review", {})
+
+    def item(inv: str) -> dict[str, Any] | None:
+        out = irq("inbox", "-o", "json", env=env)
+        assert out.code == 0, out.stderr
+        return next((i for i in json.loads(out.stdout) if i["run_id"].endswith(inv)), None)
+
+    promise = wait_for(lambda: item(order), "the promise in irq inbox")
+    assert INTERRUPT_FIELDS <= promise.keys() and promise["kind"] == "promise"
+    assert promise["wait_site"] == "journal #3 GetPromise 'decision'"
+    assert sorted(h["name"] for h in promise["handlers"]) == ["approve", "set_limit"]
+    shown = irq("show", promise["run_id"], "-o", "json", env=env)
+    assert shown.code == 0 and "wait for promise 'decision'" in shown.stdout
+
+    refused = irq("respond", promise["id"], "--json", '{"limit": 3}', "--yes", env=env)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert _promise(admin, "NativeOrder", key, "decision")["completed"] is False
+    answered = irq("respond", promise["id"], "--json", '{"limit": 3}', "--handler",
+                   "set_limit", "--yes", "-o", "json", env=env)
+    assert answered.code == 0, answered.stdout + answered.stderr
+    assert json.loads(answered.stdout)[0]["outcome"] == "applied"
+    again = irq("respond", promise["id"], "--json", '{"limit": 4}', "--handler",
+                "set_limit", "--yes", "-o", "json", env=env)
+    assert again.code != 0, again.stdout + again.stderr
+    wait_for(lambda: _records(stack, key, "decision"), "the workflow's record")
+    assert _records(stack, key, "decision") == [{"limit": 3, "reason": ""}]
+    assert len(_calls(admin, "NativeOrder", key)) == 1
+
+    awakeable = wait_for(lambda: item(review), "the awakeable in irq inbox")
+    assert awakeable["kind"] == "awakeable" and "handed out by ctx.run" in awakeable["wait_site"]
+    approved = irq("approve", awakeable["id"], "--yes", "-o", "json", env=env)
+    assert approved.code == 0, approved.stdout + approved.stderr
+    wait_for(lambda: _records(stack, review, "verdict"), "the verdict")
+    assert _records(stack, review, "verdict") == [{"type": "approve"}]
+    assert len(_signals(admin, review)) == 1
