@@ -1,5 +1,7 @@
 """The Restate adapter: observe invocations through the admin SQL endpoint and control them
-through the admin invocation endpoints; decisions resolve awakeables on the ingress.
+through the admin invocation endpoints; decisions resolve awakeables on the ingress (irq's
+``irq:interrupt`` convention and plain awakeables) or call a workflow's shared handler that
+resolves its promise (``native_waits.py``, ``native_delivery.py``).
 
 ``restate+http://ADMIN_HOST:PORT?ingress=http://INGRESS_HOST:PORT`` (``restate+https`` for
 TLS); ``header_env=VAR`` / ``header_file=PATH`` send headers such as an auth token, read from
@@ -29,6 +31,7 @@ from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.restate.capabilities import RESTATE_CAPABILITIES
 from backend_adapters.restate.conventions import BACKEND, signal_index
 from backend_adapters.restate.http_api import RestateHttp
+from backend_adapters.restate.native_delivery import NativeDelivery
 from backend_adapters.restate.state_mapping import (
     JournalView,
     interrupt_of,
@@ -37,7 +40,7 @@ from backend_adapters.restate.state_mapping import (
 )
 from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers
-from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
+from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
 
 DEFAULT_POLL_S = 1.0
 #: key irq adds to the decision payload, so a re-driven decision finds its own delivery
@@ -80,6 +83,7 @@ class RestateBackend:
         self._ledger = ledger
         self._finished_limit = finished_limit
         self._verify_s = verify_s
+        self._native = NativeDelivery(http, verify_s=verify_s)
 
     def run_id(self, native_id: str) -> str:
         return Run.make_id(BACKEND, self.context, native_id)
@@ -258,6 +262,9 @@ class RestateBackend:
     ) -> ActionOutcome:
         refuse_decision(interrupt, decision, target=interrupt.id)
         inv = self._invocation_of(interrupt)
+        if interrupt.kind in (InterruptKind.AWAKEABLE, InterruptKind.PROMISE):
+            return await self._native.decide(
+                inv, interrupt, decision, idempotency_key=idempotency_key)
         run, _ = await self._one(inv)
         view = await self._journal_view(inv)
         awakeable = interrupt.native_id

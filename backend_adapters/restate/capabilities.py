@@ -47,8 +47,12 @@ RESTATE_CAPABILITIES = Capabilities(
         ),
         Action.DECIDE: ActionCapability(
             True,
-            "resolves the interrupt's awakeable on the ingress with irq's decision payload; "
-            "irq checks the journal first (Restate accepts a second resolve silently)",
+            "resolves the interrupt's awakeable on the ingress with irq's decision payload "
+            "(reject: rejects it with the feedback); irq checks the journal first (Restate "
+            "accepts a second resolve silently). Works on irq's helper interrupts and on "
+            "native waits with no irq code: a plain awakeable (kind awakeable) and a "
+            "workflow's durable promise (kind promise), answered through the shared handler "
+            "the operator picks, called with an idempotency key derived from the decision's",
             ("POST /restate/awakeables/{awakeable_id}/resolve",),
         ),
     },
@@ -59,5 +63,10 @@ RESTATE_CAPABILITIES = Capabilities(
         "push heartbeats to irq, which flags them late within seconds",
         "interrupts: a ctx.run named 'irq:interrupt' publishes {awakeable_id, title, args, "
         "args_schema, allowed_decisions} (backend_adapters/restate/README.md)",
+        "native waits (no irq code): an awakeable whose id a ctx.run result holds is an "
+        "inbox item as soon as that result is journaled, one handed out otherwise only once "
+        "Restate suspends the invocation (inactivity timeout, 1 min by default); a workflow "
+        "awaiting ctx.promise(name) is one at once; answered with POST "
+        "/restate/awakeables/{id}/resolve|reject or POST /{workflow}/{key}/{shared handler}",
     ),
 )

@@ -1,5 +1,6 @@
 """HTTP calls to a Restate server: admin SQL (``POST /query``), admin invocation control
-(``PATCH /invocations/{id}/...``), service metadata, and awakeables on the ingress.
+(``PATCH /invocations/{id}/...``), service metadata, and on the ingress: awakeables and
+calls of a workflow's shared handlers.
 
 Every transport error or 5xx becomes :class:`Unreachable`; the caller maps 4xx per call.
 """
@@ -7,10 +8,16 @@ Every transport error or 5xx becomes :class:`Unreachable`; the caller maps 4xx p
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from backend_adapters.base import InvalidInput, NotFound, Unreachable
+
+
+def sql_literal(value: str) -> str:
+    """``value`` as a SQL string literal for the admin query endpoint."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 class RestateHttp:
@@ -87,7 +94,49 @@ class RestateHttp:
             json=value,
             headers={"idempotency-key": key},
         )
+        self._awakeable_reply(awakeable_id, "resolve", reply)
+
+    async def reject_awakeable(self, awakeable_id: str, reason: str, *, key: str) -> None:
+        """``POST /restate/awakeables/{id}/reject`` with a text body: the handler's await
+        raises ``TerminalError(reason)``."""
+        reply = await self._send(
+            "POST",
+            f"{self.ingress_url}/restate/awakeables/{awakeable_id}/reject",
+            content=reason.encode(),
+            headers={"idempotency-key": key, "content-type": "text/plain"},
+        )
+        self._awakeable_reply(awakeable_id, "reject", reply)
+
+    @staticmethod
+    def _awakeable_reply(awakeable_id: str, op: str, reply: httpx.Response) -> None:
         if reply.status_code == 400:
             raise InvalidInput(f"the ingress refused awakeable {awakeable_id}: {reply.text[:200]}")
         if reply.status_code not in (200, 202):
-            raise Unreachable(f"resolve awakeable -> {reply.status_code} {reply.text[:200]}")
+            raise Unreachable(f"{op} awakeable -> {reply.status_code} {reply.text[:200]}")
+
+    async def call_handler(
+        self, service: str, key: str, handler: str, payload: Any, *, idempotency_key: str
+    ) -> tuple[int, str]:
+        """``POST /{service}/{key}/{handler}`` (a workflow's shared handler), waiting for its
+        result: (status code, the reply's error message or body). Restate runs one call per
+        ``idempotency-key`` and answers a repeat with the recorded result. A handler that
+        failed answers 4xx/5xx with ``x-restate-error-source: invocation``: that is the
+        handler's answer, not an unreachable server."""
+        url = f"{self.ingress_url}/{quote(service, safe='')}/{quote(key, safe='')}/" + quote(
+            handler, safe="")
+        try:
+            reply = await self._client.post(
+                url, json=payload, headers={"idempotency-key": idempotency_key})
+        except httpx.HTTPError as exc:
+            raise Unreachable(f"POST {url}: {exc!r}", target=url) from exc
+        source = reply.headers.get("x-restate-error-source", "")
+        if reply.status_code >= 500 and source != "invocation":
+            raise Unreachable(f"POST {url} -> {reply.status_code} {reply.text[:300]}")
+        message = reply.text[:500]
+        try:
+            body = reply.json()
+            if isinstance(body, dict) and reply.status_code >= 300:
+                message = str(body.get("message") or message)
+        except ValueError:
+            pass
+        return reply.status_code, message

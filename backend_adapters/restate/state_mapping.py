@@ -1,159 +1,36 @@
 """Restate rows (``sys_invocation``, ``sys_journal``, ``sys_journal_events``) -> irq's Run,
 JournalStep and Interrupt. Pure functions; measured behaviour in docs/backends/restate.md.
+The journal itself is read by ``journal_view.py``; waits written with Restate's own idioms
+(awakeables, workflow promises) become interrupts in ``native_waits.py``.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from backend_adapters.restate.conventions import (
-    BACKEND,
-    INTERRUPT_STEP,
-    PublishedInterrupt,
-    signal_index,
-)
+from backend_adapters.restate.conventions import BACKEND, PublishedInterrupt
+from backend_adapters.restate.journal_view import JournalView, read_journal
+from backend_adapters.restate.native_waits import native_interrupts
+from backend_adapters.restate.row_values import parse_duration, parse_time
 from console.model import (
     Action,
     DecisionKind,
     Interrupt,
     InterruptPolicy,
-    JournalStep,
     Run,
     RunState,
     utcnow,
 )
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s|d)")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: object) -> float | None:
-    """``"10m"``, ``"1m 30s"``, ``"500ms"``, ``"PT600S"`` -> seconds (None if unreadable)."""
-    if not isinstance(text, str) or not text:
-        return None
-    if text.startswith("PT") and text.endswith("S"):
-        try:
-            return float(text[2:-1])
-        except ValueError:
-            return None
-    parts = _DURATION.findall(text)
-    if not parts:
-        return None
-    return sum(float(n) * _UNIT[u] for n, u in parts)
-
-
-def parse_time(text: object) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-@dataclass
-class JournalView:
-    """One invocation's journal, read once: steps, published interrupts, signals seen."""
-
-    steps: list[JournalStep] = field(default_factory=list)
-    published: list[PublishedInterrupt] = field(default_factory=list)
-    #: signal index -> the value delivered (decoded JSON, or None)
-    signals: dict[int, Any] = field(default_factory=dict)
-
-    @property
-    def in_flight(self) -> str | None:
-        for step in reversed(self.steps):
-            if step.status == "in_flight":
-                return step.name
-        return None
-
-    def pending(self) -> list[PublishedInterrupt]:
-        out = []
-        for item in self.published:
-            index = signal_index(str(item.get("awakeable_id") or ""))
-            if index is not None and index not in self.signals:
-                out.append(item)
-        return out
-
-
-def _bytes_json(raw: object) -> Any:
-    if not isinstance(raw, list):
-        return None
-    try:
-        return json.loads(bytes(int(b) & 0xFF for b in raw).decode())
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-def read_journal(rows: list[dict[str, Any]]) -> JournalView:
-    """Rows of ``sys_journal`` for one invocation (index order): ``Command: Run`` + its
-    ``Notification: Run`` (paired by completion id) are one step; ``Command: Sleep`` and
-    calls are steps too; ``Notification: Signal`` rows are delivered awakeables."""
-    view = JournalView()
-    by_completion: dict[int, JournalStep] = {}
-    interrupt_completions: set[int] = set()
-    for row in sorted(rows, key=lambda r: int(r.get("index") or 0)):
-        kind = str(row.get("entry_type") or "")
-        at = parse_time(row.get("appended_at"))
-        try:
-            entry = json.loads(str(row.get("entry_json") or "{}"))
-        except ValueError:
-            entry = {}
-        if kind.startswith("Command: ") and kind not in ("Command: Input", "Command: Output"):
-            command: Any = next(iter((entry.get("Command") or {}).values()), {})
-            cid = command.get("completion_id") if isinstance(command, dict) else None
-            name = str(row.get("name") or "") or kind.removeprefix("Command: ")
-            status: Literal["completed", "in_flight", "failed"] = (
-                "in_flight" if isinstance(cid, int) else "completed"
-            )
-            step = JournalStep(
-                index=int(row.get("index") or 0),
-                name=name,
-                status=status,
-                started_at=at,
-                completed_at=None if status == "in_flight" else at,
-                detail=kind.removeprefix("Command: "),
-            )
-            view.steps.append(step)
-            if isinstance(cid, int):
-                by_completion[cid] = step
-                if name == INTERRUPT_STEP:
-                    interrupt_completions.add(cid)
-        elif kind.startswith("Notification: "):
-            note = (entry.get("Notification") or {}) if isinstance(entry, dict) else {}
-            completion = note.get("Completion") if isinstance(note, dict) else None
-            signal = note.get("Signal") if isinstance(note, dict) else None
-            if isinstance(completion, dict):
-                body: Any = next(iter(completion.values()), {})
-                body = body if isinstance(body, dict) else {}
-                cid = body.get("completion_id")
-                result = body.get("result")
-                step_or_none = by_completion.get(cid) if isinstance(cid, int) else None
-                if step_or_none is not None:
-                    step_or_none.status = "completed"
-                    step_or_none.completed_at = at
-                    if isinstance(result, dict) and "Failure" in result:
-                        step_or_none.status = "failed"
-                        step_or_none.detail += f": {result['Failure']}"
-                    if cid in interrupt_completions and isinstance(result, dict):
-                        value = _bytes_json(result.get("Success"))
-                        if isinstance(value, dict) and value.get("awakeable_id"):
-                            view.published.append(value)  # type: ignore[arg-type]
-            elif isinstance(signal, dict):
-                ident = signal.get("id") or {}
-                index = (ident.get("Index", ident.get("SignalIndex"))
-                         if isinstance(ident, dict) else None)
-                if isinstance(index, int):
-                    result = signal.get("result")
-                    value = (
-                        _bytes_json(result.get("Success")) if isinstance(result, dict) else None
-                    )
-                    view.signals[index] = value
-    return view
+__all__ = [
+    "JournalView",
+    "interrupt_of",
+    "parse_duration",
+    "parse_time",
+    "read_journal",
+    "run_from_row",
+]
 
 
 def interrupt_of(item: PublishedInterrupt, *, run_id: str) -> Interrupt:
@@ -217,6 +94,7 @@ def run_from_row(
     interrupts: list[Interrupt] = []
     heartbeat_expected = True
     pending = journal.pending() if journal else []
+    native = native_interrupts(row, journal, service, run_id=run_id) if journal else []
     if status == "completed":
         failure = str(row.get("completion_failure") or "")
         heartbeat_expected = False
@@ -251,14 +129,16 @@ def run_from_row(
     elif pause_requested and status == "running":
         # Restate pauses once the ctx.run in flight returns; until then irq says pausing
         state = RunState.PAUSING
-    elif pending:
+    elif pending or native:
         state = RunState.WAITING
-        heartbeat_expected = status == "running"
+        # a native wait alone runs nothing: no heartbeat is due while it waits
+        heartbeat_expected = status == "running" and bool(
+            pending or (journal and journal.in_flight))
     else:
         state = RunState.RUNNING
         heartbeat_expected = status == "running"
-    if state is RunState.WAITING or (not state.terminal and pending):
-        interrupts = [interrupt_of(item, run_id=run_id) for item in pending]
+    if state is RunState.WAITING or (not state.terminal and (pending or native)):
+        interrupts = [interrupt_of(item, run_id=run_id) for item in pending] + native
     if status == "suspended":
         details["suspended_waiting_for_signals"] = row.get("suspended_waiting_for_signals")
     inactivity = parse_duration((service or {}).get("inactivity_timeout"))

@@ -16,13 +16,16 @@ from backend_adapters.restate.dev_server import HypercornService, RestateServer
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestateStack]:
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RestateStack]:
+    """``RESTATE_APP`` of the test module picks the app (default ``services:app``)."""
     tmp = tmp_path_factory.mktemp("restate")
     steps_file = tmp / "steps.log"
     server = RestateServer(base_dir=tmp / "server")
     server.start()
     service = HypercornService(
-        app="services:app",
+        app=getattr(request.module, "RESTATE_APP", "services:app"),
         cwd=HERE,
         log=tmp / "service.log",
         env={"IRQ_RESTATE_STEPS": str(steps_file)},

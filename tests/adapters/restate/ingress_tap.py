@@ -1,5 +1,5 @@
 """A recording proxy in front of the Restate ingress: every request is passed on unchanged,
-and every awakeable resolve is written down (awakeable id, idempotency key, body).
+and every awakeable resolve and reject is written down (awakeable id, idempotency key, body).
 
 Why: the test service awaits its awakeable once and records the decision it got once, so its
 own record cannot show a second delivery (Restate completes an awakeable once and absorbs a
@@ -18,6 +18,16 @@ import httpx
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
 
+def _body(raw: bytes) -> Any:
+    """A resolve's JSON body, or a reject's text."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
+
+
 @dataclass(frozen=True)
 class Resolve:
     awakeable: str
@@ -30,6 +40,7 @@ class Resolve:
 class IngressTap:
     upstream: str
     resolves: list[Resolve] = field(default_factory=list)
+    rejects: list[Resolve] = field(default_factory=list)  # body: the reason (text)
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -50,11 +61,13 @@ class IngressTap:
                 reply = client.request(self.command, tap.upstream.rstrip("/") + self.path,
                                        content=body, headers=headers)
                 parts = self.path.split("?")[0].strip("/").split("/")
-                if parts[:2] == ["restate", "awakeables"] and parts[-1] == "resolve":
+                if parts[:2] == ["restate", "awakeables"] and parts[-1] in (
+                    "resolve", "reject"
+                ):
                     with lock:
-                        tap.resolves.append(Resolve(
-                            parts[2], self.headers.get("idempotency-key"),
-                            json.loads(body) if body else None, reply.status_code))
+                        (tap.resolves if parts[-1] == "resolve" else tap.rejects).append(
+                            Resolve(parts[2], self.headers.get("idempotency-key"),
+                                    _body(body), reply.status_code))
                 self.send_response(reply.status_code)
                 for k, v in reply.headers.items():
                     if k.lower() not in HOP_BY_HOP:
