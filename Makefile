@@ -79,6 +79,7 @@ bench-native-waits: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/native_waits_temporal.py  # -> benchmarks/results/native_waits_temporal.json
 	$(BIN)/python benchmarks/native_waits_dbos.py  # -> results/native_waits_dbos.json
 	$(BIN)/python benchmarks/native_waits_langgraph.py  # -> results/native_waits_langgraph.json
+	$(BIN)/python benchmarks/native_waits_restate.py  # -> results/native_waits_restate.json
 
 # fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
 # journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table
