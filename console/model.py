@@ -247,6 +247,13 @@ class Decision(BaseModel):
         return out
 
 
+def decision_text(decision: Decision) -> str:
+    """``approve``, or for per-call decisions ``approve, reject`` (one per call, in order)."""
+    if decision.decisions:
+        return ", ".join(d.kind.value for d in decision.decisions)
+    return decision.kind.value
+
+
 class DecisionRecord(BaseModel):
     kind: DecisionKind
     by: str

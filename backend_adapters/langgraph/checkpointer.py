@@ -71,7 +71,16 @@ from backend_adapters.langgraph.state_mapping import (
     run_from_thread,
 )
 from backend_adapters.url_secrets import take_secret
-from console.model import Action, Decision, DecisionKind, Heartbeat, Interrupt, JournalStep, Run
+from console.model import (
+    Action,
+    Decision,
+    DecisionKind,
+    Heartbeat,
+    Interrupt,
+    JournalStep,
+    Run,
+    decision_text,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("irq.langgraph.checkpointer")
@@ -508,7 +517,7 @@ class CheckpointerBackend:
         worker = self._resume_in_background(tid, interrupt.native_id, value, config)
         await asyncio.to_thread(worker.join, self._follow_s)
         detail = (
-            f"resumed interrupt {interrupt.native_id} with {decision.kind.value} through "
+            f"resumed interrupt {interrupt.native_id} with {decision_text(decision)} through "
             f"{self._graph_name} in the gateway process"
         )
         detail += "; still running" if worker.is_alive() else "; the graph stopped or finished"

@@ -37,7 +37,7 @@ from backend_adapters.langgraph.interrupt_shapes import (
 )
 from backend_adapters.langgraph.state_mapping import intent_of, metadata_of, pending_interrupts
 from backend_adapters.langgraph.thread_reads import ThreadReads, earlier_delivery
-from console.model import Decision, Interrupt, InterruptKind, Run
+from console.model import Decision, Interrupt, InterruptKind, Run, decision_text
 
 
 class LangGraphDecisionDelivery:
@@ -118,7 +118,7 @@ class LangGraphDecisionDelivery:
         ended = await self._threads.follow(tid, rid, self._follow_s) if rid else False
         after = await self._consumed(tid, interrupt.native_id)
         detail = (
-            f"resumed interrupt {interrupt.native_id} with {decision.kind.value} "
+            f"resumed interrupt {interrupt.native_id} with {decision_text(decision)} "
             f"(run {rid}, multitask_strategy=reject)" + _after_resume(after, ended)
         )
         return ActionOutcome(

@@ -50,7 +50,12 @@ from console.notify_config import NotifySettings
 from console.terminal_text import terminal_safe
 from console.tui.attention import Attention
 from console.tui.command_line import parse_command
-from console.tui.decision_dialog import decision_details, decision_editor, decision_from
+from console.tui.decision_dialog import (
+    decision_details,
+    decision_editor,
+    decision_from,
+    decision_verb,
+)
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
 from console.tui.marks import clear_sent_marks
@@ -554,9 +559,10 @@ class IrqApp(App[None]):
     async def _decision_steps(self, kind: DecisionKind, interrupt_id: str) -> None:
         intr = self.view.interrupts[interrupt_id]
         editor = decision_editor(intr, kind)
+        verb = decision_verb(intr, kind)
         dialog = ConfirmDialog(
-            title=f"{kind.value.capitalize()} interrupt?",
-            verb=kind.value,
+            title=f"{verb.capitalize()} interrupt?",
+            verb=verb,
             targets=[interrupt_id],
             details=decision_details(intr, kind),
             editor=editor,
@@ -570,7 +576,7 @@ class IrqApp(App[None]):
         decision = decision_from(kind, editor, outcome.value)
         results = await self._send(Action.DECIDE, [interrupt_id], reason=outcome.reason,
                                    decision=decision)
-        await self.push_screen_wait(ResultsDialog(kind.value.capitalize(), results,
+        await self.push_screen_wait(ResultsDialog(verb.capitalize(), results,
                                                   self.glyphs, self.ascii_only))
 
     def request_obligation(self, verb: str, obligation_id: str) -> None:

@@ -22,6 +22,12 @@ from console.tui.widgets.value_editors import (
 )
 
 
+def decision_verb(intr: Interrupt, kind: DecisionKind) -> str:
+    """What the dialog's title and Yes say: a batched interrupt's calls are decided one by
+    one, whatever key opened the dialog."""
+    return "decide" if intr.actions else kind.value
+
+
 def decision_editor(intr: Interrupt, kind: DecisionKind) -> ValueEditor | None:
     if intr.actions:
         return PerCallEditor(intr, kind, id="calls-editor")

@@ -107,7 +107,8 @@ def per_call_template(intr: Interrupt, kind: DecisionKind) -> str:
         elif chosen is DecisionKind.RESPOND:
             row["response"] = ""
         rows.append(row)
-    return json.dumps(rows, indent=1)
+    # one call per line: a batch of several calls still fits the dialog at 80x24
+    return "[\n" + ",\n".join(" " + json.dumps(r) for r in rows) + "\n]"
 
 
 def parse_calls(text: str) -> tuple[list[Decision] | None, str | None]:
@@ -132,8 +133,6 @@ def parse_calls(text: str) -> tuple[list[Decision] | None, str | None]:
 
 class PerCallEditor(ValueEditor):
     """One decision per call of a batched interrupt, in order (the run resumes once)."""
-
-    DEFAULT_CSS = "PerCallEditor > TextArea { height: 12; }"
 
     def __init__(self, intr: Interrupt, kind: DecisionKind, id: str | None = None) -> None:
         super().__init__(per_call_template(intr, kind),
