@@ -23,7 +23,6 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import work
-from textual._compositor import ChopsUpdate
 from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -66,8 +65,8 @@ from console.tui.screens.inbox import InboxScreen, args_text, policy_text
 from console.tui.screens.obligations import ObligationsScreen
 from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.scrollbars import use_mode_scrollbars
-from console.tui.span_update import SpanChopsUpdate
 from console.tui.state_display import glyphs
+from console.tui.textual_internals import SpanWritingApp
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.results_dialog import ResultsDialog
 from console.tui.widgets.status_header import HeaderInfo
@@ -88,8 +87,9 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-class IrqApp(App[None]):
-    """The irq console."""
+class IrqApp(SpanWritingApp):
+    """The irq console (its partial updates write only the dirty part of each line:
+    ``span_update.py``, through ``textual_internals.py``)."""
 
     TITLE = "irq"
     CSS_PATH = [STYLES / "irq.tcss"]
@@ -170,12 +170,6 @@ class IrqApp(App[None]):
         ``[/x]`` in an id must not raise a markup error), control characters visible."""
         super().notify(terminal_safe(message, multiline=True), title=terminal_safe(title),
                        severity=severity, timeout=timeout, markup=False)
-
-    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
-        """Partial updates write only the dirty part of each line (``span_update.py``)."""
-        if type(renderable) is ChopsUpdate:
-            renderable = SpanChopsUpdate(renderable)
-        super()._display(screen, renderable)
 
     def get_default_screen(self) -> Screen[Any]:
         return FleetScreen()

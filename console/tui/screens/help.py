@@ -3,6 +3,7 @@ syntax and the ``:`` commands. Esc, ``?`` or ``q`` closes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +19,10 @@ from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.strip import Strip
-from textual.visual import Visual
-from textual.widget import _RenderCache
 from textual.widgets import Static
 
 from console.tui.command_line import SPECS
+from console.tui.textual_internals import StripCachedStatic
 
 
 @dataclass(frozen=True)
@@ -106,12 +106,12 @@ class RenderedOnce:
         return measure
 
 
-class OnceStatic(Static):
+class OnceStatic(StripCachedStatic):
     """A Static showing a :class:`RenderedOnce`: its strips and height are kept on the
     renderable, so a help screen opened again draws from them. Textual renders a Static's
-    whole content to strips on first paint (``_render_content``, Textual 8.2's own code,
-    here reused as is) and again to measure its height; for the help text that was most of
-    what ``?`` cost at 200x50 (the tables are 80+ lines)."""
+    whole content to strips on first paint and again to measure its height; for the help
+    text that was most of what ``?`` cost at 200x50 (the tables are 80+ lines). The strips
+    are served through Textual's private render path (``textual_internals.py``)."""
 
     def __init__(self, content: RenderedOnce, *, id: str | None = None) -> None:
         super().__init__(content, id=id)
@@ -124,18 +124,15 @@ class OnceStatic(Static):
                 container, viewport, width)
         return height
 
-    def _render_content(self) -> None:
-        width, height = self.size
-        style = self.visual_style
-        key = (width, height, style)
+    def reuse_strips(self, key: tuple[Any, ...], make: Callable[[], list[Strip]]
+                     ) -> list[Strip]:
         strips = self.once.strips.get(key)
         if strips is None:
             if len(self.once.strips) >= 8:
                 self.once.strips.clear()
-            strips = Visual.to_strips(self, self._render(), width, height, style)
+            strips = make()
             self.once.strips[key] = strips
-        self._render_cache = _RenderCache(self.size, strips)
-        self._dirty_regions.clear()
+        return strips
 
 
 _REFERENCE: RenderedOnce | None = None
