@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.strip import Strip
@@ -23,6 +24,9 @@ from textual.widgets import Static
 
 from console.tui.command_line import SPECS
 from console.tui.textual_internals import StripCachedStatic
+
+if TYPE_CHECKING:
+    from console.tui.screens.base import ViewScreen
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,48 @@ FILTER_HELP = (
     ("has:interrupt", "also: warning, resource, leak, preempted"),
     ("-state:completed", "a leading - negates a term"),
 )
+
+
+def class_bindings(node: DOMNode) -> list[Binding]:
+    """The bindings ``node``'s own classes declare (not Textual's)."""
+    out: list[Binding] = []
+    for cls in type(node).__mro__:
+        if cls.__module__.startswith("textual"):
+            continue  # Textual's own scrolling keys: not ours to document
+        for item in cls.__dict__.get("BINDINGS", []):
+            if isinstance(item, Binding):
+                out.append(item)
+    return out
+
+
+def key_rows(screen: ViewScreen, keymap: dict[str, str],
+             key_display: Callable[[str], str]) -> list[KeyHelp]:
+    """The keys of ``screen``, its focused widget and the app, as ``keymap`` remaps them,
+    each with why it cannot run now (not allowed, nothing selected)."""
+    rows: list[KeyHelp] = []
+    seen: set[str] = set()
+    nodes: list[DOMNode] = [screen]
+    if screen.focused is not None:
+        nodes.append(screen.focused)
+    nodes.append(screen.app)
+    for node in nodes:
+        for binding in class_bindings(node):
+            bid = binding.id or binding.action
+            if bid in seen or binding.system:
+                continue
+            seen.add(bid)
+            keys = keymap.get(binding.id or "", binding.key)
+            display = " ".join(key_display(k) for k in keys.split(","))
+            status = ""
+            state = screen.check_action(binding.action.split("(")[0], ())
+            if state is None:
+                status = screen.not_allowed_reason(binding.action)
+            elif state is False:
+                status = "nothing selected"
+            rows.append(KeyHelp(display, binding.description, bid, status))
+    rows.append(KeyHelp(key_display("ctrl+p"), "command palette", "command_palette", ""))
+    rows.append(KeyHelp(key_display("ctrl+q"), "quit", "quit", ""))
+    return rows
 
 
 def keys_table(rows: list[KeyHelp]) -> Table:
