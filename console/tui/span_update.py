@@ -2,7 +2,7 @@
 
 Textual (8.2) repaints a dirty region of a line from the start of the widget that holds it:
 a table that changes one cell at the right end of a 200-column row still writes the whole
-row. :class:`SpanChopsUpdate` writes each dirty span from the first segment that reaches it
+row. :func:`render_spans` writes each dirty span from the first segment that reaches it
 (whole segments only, so no character, wide or not, is ever cut in two), up to the end of
 the span, as Textual does. The fleet table marks only the cells that changed as dirty
 (``widgets/run_table.py``); this is what makes that pay off on the wire.

@@ -145,12 +145,12 @@ def write_to_terminal(app: App[Any], data: str) -> None:
 # Buys: reopening help (``?``) reuses the strips of its 80+ lines of Rich tables instead of
 # turning them into strips again (commit b5982ff). It is part of the help changes measured
 # together in README "Benchmarks" (commit 502d837: ``?`` p50 79 -> 37 ms at 80x24 with the GC
-# policy and the help screens kept installed; not measured alone).
+# policy and the help screens kept installed, 55 -> 55 ms at 200x50; not measured alone).
 #
-# Public alternative: ``Widget.render_lines``/``render_line`` overridden to serve cached
-# strips would bypass Textual's dirty-region bookkeeping (stale lines after a resize or a
-# style change); keeping the help screens installed alone leaves the strips rebuilt whenever
-# the screen's size or style changes.
+# Public alternative: the Line API (overriding ``render_line`` to serve the kept strips, with
+# ``visualize(self, self.render())`` for ``_render``) looks possible at about the same size,
+# but re-implements ``Widget.render_line``'s blank and out-of-range handling and was not
+# measured; without any reuse, each ``?`` turns the help text into strips again.
 
 
 class StripCachedStatic(Static):

@@ -81,7 +81,7 @@ class InboxScreen(ViewScreen):
 
     def _rebuild(self) -> None:
         table = self.table
-        selected = selected_row_key(self.table)
+        selected = selected_row_key(table)
         items = self._pending()
         now = self.irq.clock()
         table.clear()

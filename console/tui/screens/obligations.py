@@ -145,7 +145,7 @@ class ObligationsScreen(ViewScreen):
 
     def _rebuild(self) -> None:
         table = self.table
-        selected = selected_row_key(self.table)
+        selected = selected_row_key(table)
         now = self.irq.clock()
         none = self.irq.glyphs.none
         items = self._items(now)
