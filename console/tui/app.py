@@ -1,12 +1,16 @@
-"""The console app: owns the fleet state, the live feed, navigation and the mutation flows.
+"""The console app: owns the fleet state, the live feed and the connection, navigation,
+the global keys, permissions, and the one mutation flow open at a time.
 
 Data flow (harlequin-style): a worker runs the :class:`FleetSource` (a live gateway session)
 and only posts messages; the app accumulates them into one :class:`FleetChange` and applies
 it to the visible screen from a timer, at most ``1/flush_interval`` times a second whatever
 the event rate. A second timer (1 s) re-judges liveness and advances heartbeat ages.
 
-Every mutation goes: dry run (the gateway's plan) -> :class:`ConfirmDialog` (targets, plan,
-reason, default No) -> the real command -> :class:`ResultsDialog` (per-item outcome).
+What acts on a selection belongs to the screen that shows it: run actions and decisions
+(``screens/base.py``), obligations (``screens/obligations.py``), ``:`` commands
+(``screens/commands.py``). Every mutation goes: dry run (the gateway's plan) ->
+:class:`ConfirmDialog` (targets, plan, reason, default No) -> the real command ->
+:class:`ResultsDialog` (per-item outcome) (``screens/mutation_flows.py``); the app runs it.
 """
 
 from __future__ import annotations
@@ -15,32 +19,24 @@ import asyncio
 import itertools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import RenderableType
-from rich.text import Text
 from textual import work
-from textual._compositor import ChopsUpdate
 from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.dom import DOMNode
 from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from console.client import ConnectionStatus, FleetView, GatewayError
+from console.client import ConnectionStatus, FleetView
 from console.config import ConfigError, Connection, load_config, resolve_connection
 from console.gc_policy import GcPolicy
 from console.model import (
-    Action,
     AuditEntry,
-    CommandResult,
-    Decision,
-    DecisionKind,
     Interrupt,
     Role,
     RunState,
@@ -49,33 +45,22 @@ from console.model import (
 from console.notify_config import NotifySettings
 from console.terminal_text import terminal_safe
 from console.tui.attention import Attention
-from console.tui.command_line import parse_command
-from console.tui.decision_dialog import (
-    decision_details,
-    decision_editor,
-    decision_from,
-    decision_verb,
-)
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
-from console.tui.marks import clear_sent_marks
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
-from console.tui.obligation_book import OPEN_STATES, due_text, overdue_count
+from console.tui.obligation_book import overdue_count
 from console.tui.palette import IrqCommands
-from console.tui.run_rows import SORT_CYCLE, RunRowIndex
+from console.tui.run_rows import RunRowIndex
 from console.tui.screens.audit import AuditScreen
-from console.tui.screens.base import DECISIONS as DECISION_NAMES
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.fleet import FleetScreen
-from console.tui.screens.help import HelpScreen, KeyHelp
+from console.tui.screens.help import HelpScreen, key_rows
 from console.tui.screens.inbox import InboxScreen
 from console.tui.screens.obligations import ObligationsScreen
 from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.scrollbars import use_mode_scrollbars
-from console.tui.span_update import SpanChopsUpdate
 from console.tui.state_display import glyphs
-from console.tui.widgets.confirm_dialog import ConfirmDialog
-from console.tui.widgets.results_dialog import ResultsDialog
+from console.tui.textual_internals import SpanWritingApp
 from console.tui.widgets.status_header import HeaderInfo
 
 STYLES = Path(__file__).parent / "styles"
@@ -88,8 +73,9 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-class IrqApp(App[None]):
-    """The irq console."""
+class IrqApp(SpanWritingApp):
+    """The irq console (its partial updates write only the dirty part of each line:
+    ``span_update.py``, through ``textual_internals.py``)."""
 
     TITLE = "irq"
     CSS_PATH = [STYLES / "irq.tcss"]
@@ -170,12 +156,6 @@ class IrqApp(App[None]):
         ``[/x]`` in an id must not raise a markup error), control characters visible."""
         super().notify(terminal_safe(message, multiline=True), title=terminal_safe(title),
                        severity=severity, timeout=timeout, markup=False)
-
-    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
-        """Partial updates write only the dirty part of each line (``span_update.py``)."""
-        if type(renderable) is ChopsUpdate:
-            renderable = SpanChopsUpdate(renderable)
-        super()._display(screen, renderable)
 
     def get_default_screen(self) -> Screen[Any]:
         return FleetScreen()
@@ -301,13 +281,6 @@ class IrqApp(App[None]):
         merged.sort(key=lambda e: e.at)
         self.audit = merged[-1000:]
 
-    def oldest_pending_interrupt(self, run_id: str) -> Interrupt | None:
-        run = self.view.runs.get(run_id)
-        ids = set(run.interrupts) if run else set()
-        pending = [i for i in self.view.interrupts.values()
-                   if i.status == "pending" and (i.run_id == run_id or i.id in ids)]
-        return min(pending, key=lambda i: i.created_at) if pending else None
-
     # --------------------------------------------------------------- header
 
     def header_info(self, view_name: str) -> HeaderInfo:
@@ -374,33 +347,20 @@ class IrqApp(App[None]):
         if isinstance(screen, FleetScreen):
             screen.apply_filter(text)
 
+    def sort_fleet(self, key: str, reverse: bool) -> None:
+        self.show_view("fleet")
+
+        def apply() -> None:
+            screen = self.view_screen
+            if isinstance(screen, FleetScreen):
+                screen.sort_by(key, reverse)
+
+        self.call_after_refresh(apply)
+
     # -------------------------------------------------------------------- help
 
     def show_help(self, screen: ViewScreen) -> None:
-        rows: list[KeyHelp] = []
-        seen: set[str] = set()
-        nodes: list[DOMNode] = [screen]
-        if screen.focused is not None:
-            nodes.append(screen.focused)
-        nodes.append(self)
-        for node in nodes:
-            for binding in _class_bindings(node):
-                bid = binding.id or binding.action
-                if bid in seen or binding.system:
-                    continue
-                seen.add(bid)
-                keys = self.keymap.get(binding.id or "", binding.key)
-                display = " ".join(self._key_display(k) for k in keys.split(","))
-                status = ""
-                state = screen.check_action(binding.action.split("(")[0], ())
-                if state is None:
-                    status = self._not_allowed_reason(binding.action, screen)
-                elif state is False:
-                    status = "nothing selected"
-                rows.append(KeyHelp(display, binding.description, bid, status))
-        rows.append(KeyHelp(self._key_display("ctrl+p"), "command palette", "command_palette",
-                            ""))
-        rows.append(KeyHelp(self._key_display("ctrl+q"), "quit", "quit", ""))
+        rows = key_rows(screen, self.keymap, self._key_display)
         title = screen.VIEW_NAME or "irq"
         key = (title, tuple(rows), self.ascii_only, self.theme)
         name = self._help_screens.get(key)
@@ -426,14 +386,6 @@ class IrqApp(App[None]):
 
     def _key_display(self, key: str) -> str:
         return self.get_key_display(Binding(key.strip(), ""))
-
-    def _not_allowed_reason(self, action: str, screen: ViewScreen) -> str:
-        allowed, why = self.may_mutate()
-        intr = screen.selected_interrupt()
-        short = self.decide_role_missing(intr) if intr is not None else ""
-        if allowed and short and action.split("(")[0] in DECISION_NAMES:
-            return f"not allowed: {short}"
-        return "nothing selected" if allowed else f"not allowed: {why}"
 
     # ------------------------------------------------------------- permissions
 
@@ -464,292 +416,25 @@ class IrqApp(App[None]):
 
     # ---------------------------------------------------------------- mutations
 
-    def request_action(self, action: Action, targets: list[str]) -> None:
-        allowed, why = self.may_mutate()
-        if not allowed:
-            self.notify(f"{action.value}: {why}", title="Not allowed", severity="error")
-            return
-        if not targets:
-            self.notify(f"{action.value}: no run selected", severity="warning")
-            return
-        if self.mutation_pending:
-            return
+    def run_mutation(self, steps: Coroutine[Any, Any, None], name: str) -> None:
+        """Run a screen's mutation flow (``screens/mutation_flows.py``) as the one open flow:
+        the screens' action keys are off until it ends. The app owns the worker, so the flow
+        ends (and ``mutation_pending`` clears) even if the screen that started it is gone."""
         self.mutation_pending = True
         self.refresh_bindings()
-        self._action_flow(action, list(targets))
+        self.run_worker(self._mutation(steps), name=name, group="mutation")
 
-    def request_decision(self, kind: DecisionKind, interrupt_id: str) -> None:
-        allowed, why = self.may_mutate()
-        if not allowed:
-            self.notify(f"{kind.value}: {why}", title="Not allowed", severity="error")
-            return
-        intr = self.view.interrupts.get(interrupt_id)
-        if intr is None or intr.status != "pending":
-            self.notify(f"{interrupt_id} is not pending", severity="warning")
-            return
-        if kind not in intr.allowed_decisions:
-            allowed_list = ", ".join(d.value for d in intr.allowed_decisions)
-            self.notify(f"this interrupt allows only: {allowed_list}", severity="warning")
-            return
-        short = self.decide_role_missing(intr)
-        if short:
-            self.notify(f"{kind.value}: {short}", title="Not allowed", severity="error")
-            return
-        if self.mutation_pending:
-            return
-        self.mutation_pending = True
-        self.refresh_bindings()
-        self._decision_flow(kind, interrupt_id)
-
-    def _mutation_done(self) -> None:
-        self.mutation_pending = False
-        self.refresh_bindings()
-
-    @work(group="mutation")
-    async def _action_flow(self, action: Action, targets: list[str]) -> None:
+    async def _mutation(self, steps: Coroutine[Any, Any, None]) -> None:
         try:
-            await self._action_steps(action, targets)
+            await steps
         finally:
-            self._mutation_done()
+            self.mutation_pending = False
+            self.refresh_bindings()
 
-    async def _action_steps(self, action: Action, targets: list[str]) -> None:
-        try:
-            dry = await self.source.command(action, targets, dry_run=True)
-        except GatewayError as exc:
-            self.notify(exc.message, title=f"No plan for {action.value}", severity="error")
-            return
-        plan = next((r.plan for r in dry if r.plan is not None), None)
-        problems = [r for r in dry if r.outcome not in ("applied", "planned")]
-        details: RenderableType | None = None
-        if problems:
-            text = Text()
-            for r in problems:
-                text.append(terminal_safe(f"{self.glyphs.stale} {r.target}: {r.outcome}"),
-                            style="bold red")
-                text.append(f" {terminal_safe(r.detail or r.error or '')}\n", style="red")
-            text.rstrip()
-            details = text
-        count = f"{len(targets)} run" + ("s" if len(targets) != 1 else "")
-        dialog = ConfirmDialog(
-            title=f"{action.value.capitalize()} {count}?",
-            verb=action.value,
-            targets=targets,
-            plan=plan,
-            details=details,
-            danger=action in (Action.CANCEL, Action.TERMINATE),
-            glyphs=self.glyphs,
-            ascii_only=self.ascii_only,
-        )
-        outcome = await self.push_screen_wait(dialog)
-        if outcome is None:
-            self.notify(f"{action.value}: nothing sent", timeout=3)
-            return
-        results = await self._send(action, targets, reason=outcome.reason)
-        clear_sent_marks(self.view_screen, results)  # applied: unmarked; failed: kept
-        await self.push_screen_wait(ResultsDialog(action.value.capitalize(), results,
-                                                  self.glyphs, self.ascii_only))
-
-    @work(group="mutation")
-    async def _decision_flow(self, kind: DecisionKind, interrupt_id: str) -> None:
-        try:
-            await self._decision_steps(kind, interrupt_id)
-        finally:
-            self._mutation_done()
-
-    async def _decision_steps(self, kind: DecisionKind, interrupt_id: str) -> None:
-        intr = self.view.interrupts[interrupt_id]
-        editor = decision_editor(intr, kind)
-        verb = decision_verb(intr, kind)
-        dialog = ConfirmDialog(
-            title=f"{verb.capitalize()} interrupt?",
-            verb=verb,
-            targets=[interrupt_id],
-            details=decision_details(intr, kind),
-            editor=editor,
-            glyphs=self.glyphs,
-            ascii_only=self.ascii_only,
-        )
-        outcome = await self.push_screen_wait(dialog)
-        if outcome is None:
-            self.notify(f"{kind.value}: nothing sent", timeout=3)
-            return
-        decision = decision_from(kind, editor, outcome.value)
-        results = await self._send(Action.DECIDE, [interrupt_id], reason=outcome.reason,
-                                   decision=decision)
-        await self.push_screen_wait(ResultsDialog(verb.capitalize(), results,
-                                                  self.glyphs, self.ascii_only))
-
-    def request_obligation(self, verb: str, obligation_id: str) -> None:
-        """Fulfil or waive an open obligation: confirm dialog (the reason is the note, and
-        required), then the gateway's ``obligation_fulfil`` / ``obligation_waive``."""
-        allowed, why = self.may_mutate()
-        if not allowed:
-            self.notify(f"{verb}: {why}", title="Not allowed", severity="error")
-            return
-        ob = self.view.obligations.get(obligation_id)
-        if ob is None or ob.state not in OPEN_STATES:
-            self.notify(f"{obligation_id} is not open", severity="warning")
-            return
-        if self.mutation_pending:
-            return
-        self.mutation_pending = True
-        self.refresh_bindings()
-        self._obligation_flow(verb, obligation_id)
-
-    @work(group="mutation")
-    async def _obligation_flow(self, verb: str, obligation_id: str) -> None:
-        try:
-            await self._obligation_steps(verb, obligation_id)
-        finally:
-            self._mutation_done()
-
-    async def _obligation_steps(self, verb: str, obligation_id: str) -> None:
-        ob = self.view.obligations[obligation_id]
-        now = self.clock()
-        head = Text()
-        head.append(f"{terminal_safe(ob.what or '(no description)')}\n", style="bold")
-        head.append(terminal_safe(f"rule {ob.rule}, run {ob.run_id}"), style="dim")
-        due = due_text(ob, now, "")
-        if due:
-            head.append(f"\n{due}", style="bold red" if due.startswith("overdue") else "")
-        head.append("\nthe reason is recorded as the obligation's note (required)")
-        dialog = ConfirmDialog(
-            title=f"{verb.capitalize()} obligation?",
-            verb=verb,
-            targets=[obligation_id],
-            details=head,
-            glyphs=self.glyphs,
-            ascii_only=self.ascii_only,
-        )
-        outcome = await self.push_screen_wait(dialog)
-        if outcome is None:
-            self.notify(f"{verb}: nothing sent", timeout=3)
-            return
-        if not outcome.reason:
-            self.notify(f"{verb}: a note is required (type it as the reason); nothing sent",
-                        severity="error")
-            return
-        name = f"obligation_{verb}"
-        try:
-            results = await self.source.named_command(name, [obligation_id],
-                                                      reason=outcome.reason)
-        except GatewayError as exc:
-            unknown = f" {self.glyphs.dash} it may or may not have been applied: check :audit"
-            results = [CommandResult(id="", action=name, target=obligation_id,
-                                     outcome="failed", error=exc.code,
-                                     detail=exc.message + (unknown if exc.code == "unreachable"
-                                                           else ""))]
-        if not results:
-            results = [CommandResult(id="", action=name, target=obligation_id,
-                                     outcome="failed",
-                                     detail="the gateway answered with no result")]
-        await self.push_screen_wait(ResultsDialog(verb.capitalize(), results, self.glyphs,
-                                                  self.ascii_only))
-
-    async def _send(self, action: Action, targets: list[str], *, reason: str,
-                    decision: Decision | None = None) -> list[CommandResult]:
-        try:
-            results = await self.source.command(action, targets, reason=reason,
-                                                decision=decision)
-        except GatewayError as exc:
-            unknown = f" {self.glyphs.dash} it may or may not have been applied: check :audit"
-            return [CommandResult(id="", action=action.value, target=t, outcome="failed",
-                                  detail=exc.message + (unknown if exc.code == "unreachable"
-                                                        else ""), error=exc.code)
-                    for t in targets]
-        if not results:
-            return [CommandResult(id="", action=action.value, target=t, outcome="failed",
-                                  detail="the gateway answered with no result")
-                    for t in targets]
-        return results
-
-    # ----------------------------------------------------------- : commands
-
-    def execute_command(self, line: str, screen: ViewScreen) -> None:
-        cmd = parse_command(line)
-        if cmd.error:
-            self.notify(cmd.error, title=":" + line.strip(), severity="error")
-            return
-        name = cmd.name
-        if name in ("runs", "inbox", "audit", "obligations"):
-            self.show_view("fleet" if name == "runs" else name)
-            if name == "runs" and cmd.args:
-                self.call_after_refresh(self._filter_fleet, cmd.rest)
-        elif name == "run":
-            run_id = self.resolve_run(cmd.args[0])
-            if run_id:
-                self.open_run(run_id)
-        elif name in ("pause", "resume", "cancel", "terminate"):
-            targets = [self.resolve_run(a) for a in cmd.args] if cmd.args \
-                else screen.selected_run_ids()
-            if all(targets) and targets:
-                self.request_action(Action(name), [t for t in targets if t])
-            elif not targets:
-                self.notify(f":{name}: no run selected (:{name} RUN)", severity="error")
-        elif name in ("approve", "edit", "reject", "respond"):
-            intr_id: str | None
-            if cmd.args:
-                intr_id = self.resolve_interrupt(cmd.args[0])
-            else:
-                selected = screen.selected_interrupt()
-                intr_id = selected.id if selected else None
-                if intr_id is None:
-                    self.notify(f":{name}: no interrupt selected (:{name} INTERRUPT)",
-                                severity="error")
-            if intr_id:
-                self.request_decision(DecisionKind(name), intr_id)
-        elif name == "filter":
-            screen.apply_filter(cmd.rest)
-        elif name == "sort":
-            self._sort(cmd.args)
-        elif name == "ctx":
-            self.switch_context(cmd.args[0])
-        elif name == "help":
-            self.show_help(screen)
-        elif name == "quit":
-            self.exit()
-
-    def _sort(self, args: tuple[str, ...]) -> None:
-        keys = [k.value for k in SORT_CYCLE]
-        if not args or args[0] not in keys:
-            self.notify(f":sort KEY [desc] {self.glyphs.dash} KEY one of {', '.join(keys)}",
-                        severity="error")
-            return
-        self.show_view("fleet")
-        reverse = len(args) > 1 and args[1].lower() in ("desc", "reverse", "-")
-
-        def apply() -> None:
-            screen = self.view_screen
-            if isinstance(screen, FleetScreen):
-                screen.sort_by(args[0], reverse)
-
-        self.call_after_refresh(apply)
-
-    def resolve_run(self, token: str) -> str | None:
-        """A run id from a full id, a native id, or a unique prefix (``console.ids``: the
-        rule every mutation uses; never a suffix or a substring)."""
-        from console.ids import match_id, run_candidates
-
-        found = match_id(token, run_candidates(self.view.runs.values()))
-        if len(found) == 1:
-            return found[0]
-        if not found:
-            self.notify(f"no run matches {token!r}", severity="error")
-        else:
-            self.notify(f"{token!r} matches {len(found)} runs; give more of the id",
-                        severity="error")
-        return None
-
-    def resolve_interrupt(self, token: str) -> str | None:
-        from console.ids import interrupt_candidates, match_id
-
-        found = match_id(token, interrupt_candidates(self.view.interrupts.values()))
-        if len(found) == 1:
-            return found[0]
-        self.notify(f"no single interrupt matches {token!r}", severity="error")
-        return None
+    # -------------------------------------------------------------- connection
 
     def switch_context(self, name: str) -> None:
+        """``:ctx NAME``: drop this gateway session and its state, open ``NAME``'s."""
         try:
             conn = resolve_connection(context=name)
         except ConfigError as exc:
@@ -773,17 +458,6 @@ class IrqApp(App[None]):
             fleet.table.index = self.index
         self._start_feed()
         self.notify(f"switched to context {conn.context} ({conn.url})", timeout=4)
-
-
-def _class_bindings(node: DOMNode) -> list[Binding]:
-    out: list[Binding] = []
-    for cls in type(node).__mro__:
-        if cls.__module__.startswith("textual"):
-            continue  # Textual's own scrolling keys: not ours to document
-        for item in cls.__dict__.get("BINDINGS", []):
-            if isinstance(item, Binding):
-                out.append(item)
-    return out
 
 
 def build_app(connection: Connection, *, ascii_only: bool | None = None,

@@ -10,9 +10,9 @@ TITLE ; BODY BEL``) only when the config file's ``[notify]`` section asks for it
 default. A flood is rate-limited per kind (``per_kind`` per ``window_s``) and summarised once.
 Agent text never reaches the OSC raw (:func:`console.terminal_text.osc_safe`).
 
-Sequences go to the terminal through Textual's driver (``App._driver.write``, what Textual's
-own ``App.bell`` and ``App.copy_to_clipboard`` use; ``App.bell`` itself stays silent on a
-headless driver, so the bell is written the same way).
+Sequences go to the terminal through Textual's driver (what Textual's own ``App.bell`` and
+``App.copy_to_clipboard`` use; ``App.bell`` itself stays silent on a headless driver, so the
+bell is written the same way): :func:`console.tui.textual_internals.write_to_terminal`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from console.model import utcnow
 from console.notify_config import NotifySettings
 from console.notify_rate import KindRateLimiter
 from console.terminal_text import osc_safe, terminal_safe
+from console.tui.textual_internals import write_to_terminal
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -92,10 +93,7 @@ class Attention:
             self.write(out)
 
     def write(self, data: str) -> None:
-        driver = self.app._driver
-        if driver is not None:
-            driver.write(data)
-            driver.flush()
+        write_to_terminal(self.app, data)
 
     # ------------------------------------------------------------------ OSC 52
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from console.model import Decision, DecisionKind, Interrupt, InterruptKind
 from console.terminal_text import terminal_safe
-from console.tui.screens.inbox import args_text, policy_text
+from console.tui.interrupt_text import args_text, policy_text
 from console.tui.widgets.native_editors import NativeDecisionEditor, PerCallEditor
 from console.tui.widgets.value_editors import (
     ArgsEditor,

@@ -61,7 +61,7 @@ def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry
                 entries.append(PaletteEntry(
                     f"{name.capitalize()} {runs[0]}{suffix}",
                     f":{name} {dash} plan and confirmation first",
-                    partial(app.request_action, action, runs)))
+                    partial(screen.request_action, action, runs)))
         intr = screen.selected_interrupt()
         if intr is not None:
             for name, kind in DECISIONS.items():
@@ -69,7 +69,7 @@ def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry
                     entries.append(PaletteEntry(
                         f"{name.capitalize()} {quote(app, intr.title)}{suffix}",
                         f":{name} {intr.id}",
-                        partial(app.request_decision, kind, intr.id)))
+                        partial(screen.request_decision, kind, intr.id)))
         entries.append(PaletteEntry("Keys of this screen", "?", partial(app.show_help, screen)))
     return entries
 

@@ -4,7 +4,8 @@ Textual draws the ends of a scrollbar thumb with eighth-blocks (``▁▂▃▄�
 smoother movement; a terminal that cannot show them draws garbage at the edge of every
 scrolled view. In ASCII mode the thumb is whole cells in reverse video (spaces only). Textual
 picks the renderer through the class attribute ``ScrollBar.renderer`` and renders inside the
-app's context, so one renderer asks the running app which glyphs it uses: an app that is not
+app's context, so one renderer asks the running app which glyphs it uses (both through
+``textual_internals.py``): an app that is not
 in ASCII mode (and any other Textual app in the process) keeps Textual's own scrollbars.
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.segment import Segments
-from textual._context import active_app
-from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.scrollbar import ScrollBarRender
+
+from console.tui.textual_internals import running_app, use_scrollbar_renderer
 
 
 class AsciiScrollBarRender(ScrollBarRender):
@@ -35,13 +37,9 @@ class ModeScrollBarRender(ScrollBarRender):
 
 
 def ascii_app_running() -> bool:
-    try:
-        app = active_app.get()
-    except LookupError:
-        return False
-    return bool(getattr(app, "ascii_only", False))
+    return bool(getattr(running_app(), "ascii_only", False))
 
 
 def use_mode_scrollbars() -> None:
     """Install :class:`ModeScrollBarRender` (idempotent; only ASCII-mode apps see a change)."""
-    ScrollBar.renderer = ModeScrollBarRender
+    use_scrollbar_renderer(ModeScrollBarRender)

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
-from textual._compositor import ChopsUpdate
 from textual.geometry import Region
 from textual.strip import Strip
 
@@ -28,8 +27,8 @@ from console.tui.app import IrqApp
 from console.tui.run_columns import COLUMNS, cell
 from console.tui.run_rows import RunRow, RunRowIndex, SortKey
 from console.tui.screens.fleet import FleetScreen
-from console.tui.span_update import SpanChopsUpdate
 from console.tui.state_display import UNICODE, age_bound, healthy_beat_bound
+from console.tui.textual_internals import ChopsUpdate, SpanChopsUpdate
 from console.tui.widgets.run_table import RunTable
 
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)

@@ -1,5 +1,6 @@
 """What every view screen shares: the status header, the command bar, the footer, the
-common keys (``/`` ``:`` ``?`` ``esc``) and the action keys with their permission checks.
+common keys (``/`` ``:`` ``?`` ``esc``) and the action keys with their permission checks, and
+the run actions and decisions on the screen's selection (their steps: ``mutation_flows.py``).
 
 A viewer (or a read-only context) sees mutating keys dimmed in the footer and cannot
 trigger them; decision keys appear only when an interrupt is selected.
@@ -7,16 +8,19 @@ trigger them; decision keys appear only when an interrupt is selected.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import DataTable, Footer, Input, TextArea
 
+from console.client import FleetView
 from console.model import Action, DecisionKind, Interrupt
 from console.tui.messages import FleetChange
+from console.tui.screens import mutation_flows
+from console.tui.screens.commands import run_command
 from console.tui.widgets.command_bar import CommandBar
 from console.tui.widgets.status_header import StatusHeader
 
@@ -57,6 +61,26 @@ DECISION_BINDINGS = [
     Binding("n", "reject", "reject", id="reject"),
     Binding("t", "respond", "respond", id="respond"),
 ]
+
+
+def selected_row_key(table: DataTable[Any]) -> str | None:
+    """The key of the row under ``table``'s cursor (None when empty or mid-rebuild)."""
+    if not table.row_count:
+        return None
+    try:
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+    except Exception:  # noqa: BLE001 - cursor outside rows while rebuilding
+        return None
+    return key
+
+
+def oldest_pending_interrupt(view: FleetView, run_id: str) -> Interrupt | None:
+    """The interrupt of ``run_id`` waiting longest for a decision (what ``a`` decides)."""
+    run = view.runs.get(run_id)
+    ids = set(run.interrupts) if run else set()
+    pending = [i for i in view.interrupts.values()
+               if i.status == "pending" and (i.run_id == run_id or i.id in ids)]
+    return min(pending, key=lambda i: i.created_at) if pending else None
 
 
 class ViewScreen(Screen[None]):
@@ -141,15 +165,65 @@ class ViewScreen(Screen[None]):
             return True if self.irq.may_mutate()[0] else None
         return True
 
+    def not_allowed_reason(self, action: str) -> str:
+        """Why ``action`` (a binding's action) cannot run now (for the help screen)."""
+        allowed, why = self.irq.may_mutate()
+        intr = self.selected_interrupt()
+        short = self.irq.decide_role_missing(intr) if intr is not None else ""
+        if allowed and short and action.split("(")[0] in DECISIONS:
+            return f"not allowed: {short}"
+        return "nothing selected" if allowed else f"not allowed: {why}"
+
+    # -------------------------------------------------------------- mutations
+
+    def request_action(self, action: Action, targets: list[str]) -> None:
+        """Pause/resume/cancel/terminate ``targets`` (plan and confirmation first)."""
+        irq = self.irq
+        allowed, why = irq.may_mutate()
+        if not allowed:
+            irq.notify(f"{action.value}: {why}", title="Not allowed", severity="error")
+            return
+        if not targets:
+            irq.notify(f"{action.value}: no run selected", severity="warning")
+            return
+        if irq.mutation_pending:
+            return
+        irq.run_mutation(mutation_flows.action_steps(irq, action, list(targets)),
+                         "_action_flow")
+
+    def request_decision(self, kind: DecisionKind, interrupt_id: str) -> None:
+        """Decide one pending interrupt (confirmation, and the editor ``kind`` needs, first)."""
+        irq = self.irq
+        allowed, why = irq.may_mutate()
+        if not allowed:
+            irq.notify(f"{kind.value}: {why}", title="Not allowed", severity="error")
+            return
+        intr = irq.view.interrupts.get(interrupt_id)
+        if intr is None or intr.status != "pending":
+            irq.notify(f"{interrupt_id} is not pending", severity="warning")
+            return
+        if kind not in intr.allowed_decisions:
+            allowed_list = ", ".join(d.value for d in intr.allowed_decisions)
+            irq.notify(f"this interrupt allows only: {allowed_list}", severity="warning")
+            return
+        short = irq.decide_role_missing(intr)
+        if short:
+            irq.notify(f"{kind.value}: {short}", title="Not allowed", severity="error")
+            return
+        if irq.mutation_pending:
+            return
+        irq.run_mutation(mutation_flows.decision_steps(irq, kind, interrupt_id),
+                         "_decision_flow")
+
     # ---------------------------------------------------------------- actions
 
     def _run_action(self, name: str) -> None:
-        self.irq.request_action(RUN_ACTIONS[name], self.selected_run_ids())
+        self.request_action(RUN_ACTIONS[name], self.selected_run_ids())
 
     def _decide(self, name: str) -> None:
         intr = self.selected_interrupt()
         if intr is not None:
-            self.irq.request_decision(DECISIONS[name], intr.id)
+            self.request_decision(DECISIONS[name], intr.id)
 
     def action_pause(self) -> None:
         self._run_action("pause")
@@ -207,7 +281,7 @@ class ViewScreen(Screen[None]):
         if event.mode == "filter":
             self.apply_filter(event.text)
         elif event.text.strip():
-            self.irq.execute_command(event.text, self)
+            run_command(self, event.text)
 
     @on(CommandBar.Closed)
     def _bar_closed(self) -> None:

@@ -13,7 +13,12 @@ from console.tui.attention import COPY_ID_BINDING
 from console.tui.marks import MARK_BINDINGS, Marks
 from console.tui.messages import FleetChange
 from console.tui.run_rows import SORT_CYCLE
-from console.tui.screens.base import DECISION_BINDINGS, RUN_BINDINGS, ViewScreen
+from console.tui.screens.base import (
+    DECISION_BINDINGS,
+    RUN_BINDINGS,
+    ViewScreen,
+    oldest_pending_interrupt,
+)
 from console.tui.widgets.command_bar import CommandBar
 from console.tui.widgets.run_table import RunTable, RunTableHeader
 from console.tui.widgets.summary_line import SummaryLine
@@ -142,7 +147,7 @@ class FleetScreen(ViewScreen):
         selected = self.table.selected_id
         if not selected:
             return None
-        return self.irq.oldest_pending_interrupt(selected)
+        return oldest_pending_interrupt(self.irq.view, selected)
 
     def current_filter(self) -> str:
         return self.irq.index.query.text

@@ -3,8 +3,9 @@ syntax and the ``:`` commands. Esc, ``?`` or ``q`` closes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
@@ -15,14 +16,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.strip import Strip
-from textual.visual import Visual
-from textual.widget import _RenderCache
 from textual.widgets import Static
 
 from console.tui.command_line import SPECS
+from console.tui.textual_internals import StripCachedStatic
+
+if TYPE_CHECKING:
+    from console.tui.screens.base import ViewScreen
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,48 @@ FILTER_HELP = (
     ("has:interrupt", "also: warning, resource, leak, preempted"),
     ("-state:completed", "a leading - negates a term"),
 )
+
+
+def class_bindings(node: DOMNode) -> list[Binding]:
+    """The bindings ``node``'s own classes declare (not Textual's)."""
+    out: list[Binding] = []
+    for cls in type(node).__mro__:
+        if cls.__module__.startswith("textual"):
+            continue  # Textual's own scrolling keys: not ours to document
+        for item in cls.__dict__.get("BINDINGS", []):
+            if isinstance(item, Binding):
+                out.append(item)
+    return out
+
+
+def key_rows(screen: ViewScreen, keymap: dict[str, str],
+             key_display: Callable[[str], str]) -> list[KeyHelp]:
+    """The keys of ``screen``, its focused widget and the app, as ``keymap`` remaps them,
+    each with why it cannot run now (not allowed, nothing selected)."""
+    rows: list[KeyHelp] = []
+    seen: set[str] = set()
+    nodes: list[DOMNode] = [screen]
+    if screen.focused is not None:
+        nodes.append(screen.focused)
+    nodes.append(screen.app)
+    for node in nodes:
+        for binding in class_bindings(node):
+            bid = binding.id or binding.action
+            if bid in seen or binding.system:
+                continue
+            seen.add(bid)
+            keys = keymap.get(binding.id or "", binding.key)
+            display = " ".join(key_display(k) for k in keys.split(","))
+            status = ""
+            state = screen.check_action(binding.action.split("(")[0], ())
+            if state is None:
+                status = screen.not_allowed_reason(binding.action)
+            elif state is False:
+                status = "nothing selected"
+            rows.append(KeyHelp(display, binding.description, bid, status))
+    rows.append(KeyHelp(key_display("ctrl+p"), "command palette", "command_palette", ""))
+    rows.append(KeyHelp(key_display("ctrl+q"), "quit", "quit", ""))
+    return rows
 
 
 def keys_table(rows: list[KeyHelp]) -> Table:
@@ -106,12 +152,12 @@ class RenderedOnce:
         return measure
 
 
-class OnceStatic(Static):
+class OnceStatic(StripCachedStatic):
     """A Static showing a :class:`RenderedOnce`: its strips and height are kept on the
     renderable, so a help screen opened again draws from them. Textual renders a Static's
-    whole content to strips on first paint (``_render_content``, Textual 8.2's own code,
-    here reused as is) and again to measure its height; for the help text that was most of
-    what ``?`` cost at 200x50 (the tables are 80+ lines)."""
+    whole content to strips on first paint and again to measure its height; for the help
+    text that was most of what ``?`` cost at 200x50 (the tables are 80+ lines). The strips
+    are served through Textual's private render path (``textual_internals.py``)."""
 
     def __init__(self, content: RenderedOnce, *, id: str | None = None) -> None:
         super().__init__(content, id=id)
@@ -124,18 +170,15 @@ class OnceStatic(Static):
                 container, viewport, width)
         return height
 
-    def _render_content(self) -> None:
-        width, height = self.size
-        style = self.visual_style
-        key = (width, height, style)
+    def reuse_strips(self, key: tuple[Any, ...], make: Callable[[], list[Strip]]
+                     ) -> list[Strip]:
         strips = self.once.strips.get(key)
         if strips is None:
             if len(self.once.strips) >= 8:
                 self.once.strips.clear()
-            strips = Visual.to_strips(self, self._render(), width, height, style)
+            strips = make()
             self.once.strips[key] = strips
-        self._render_cache = _RenderCache(self.size, strips)
-        self._dirty_regions.clear()
+        return strips
 
 
 _REFERENCE: RenderedOnce | None = None

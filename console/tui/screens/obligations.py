@@ -28,7 +28,8 @@ from console.tui.obligation_book import (
     overdue_count,
     policy_version,
 )
-from console.tui.screens.base import ViewScreen
+from console.tui.screens import mutation_flows
+from console.tui.screens.base import ViewScreen, selected_row_key
 from console.tui.widgets.table_fit import fit_columns
 
 OBLIGATION_VERBS = frozenset({"fulfil", "waive"})
@@ -144,7 +145,7 @@ class ObligationsScreen(ViewScreen):
 
     def _rebuild(self) -> None:
         table = self.table
-        selected = self._selected_key()
+        selected = selected_row_key(table)
         now = self.irq.clock()
         none = self.irq.glyphs.none
         items = self._items(now)
@@ -173,18 +174,8 @@ class ObligationsScreen(ViewScreen):
             title.append(terminal_safe(f"  policy {version}"), style="dim")
         self.query_one("#obligations-title", Static).update(title)
 
-    def _selected_key(self) -> str | None:
-        table = self.table
-        if not table.row_count:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - cursor outside rows while rebuilding
-            return None
-        return key
-
     def selected_obligation(self) -> Obligation | None:
-        key = self._selected_key()
+        key = selected_row_key(self.table)
         return self.obligations.get(key) if key is not None else None
 
     def selected_run_ids(self) -> list[str]:
@@ -244,7 +235,23 @@ class ObligationsScreen(ViewScreen):
         if ob is None:
             self.notify(f"{verb}: no obligation selected", severity="warning")
             return
-        self.irq.request_obligation(verb, ob.id)
+        self.request_obligation(verb, ob.id)
+
+    def request_obligation(self, verb: str, obligation_id: str) -> None:
+        """Fulfil or waive an open obligation (confirmation first; the reason is the note)."""
+        irq = self.irq
+        allowed, why = irq.may_mutate()
+        if not allowed:
+            irq.notify(f"{verb}: {why}", title="Not allowed", severity="error")
+            return
+        ob = self.obligations.get(obligation_id)
+        if ob is None or ob.state not in OPEN_STATES:
+            irq.notify(f"{obligation_id} is not open", severity="warning")
+            return
+        if irq.mutation_pending:
+            return
+        irq.run_mutation(mutation_flows.obligation_steps(irq, verb, obligation_id),
+                         "_obligation_flow")
 
     def action_fulfil(self) -> None:
         self._settle("fulfil")

@@ -27,7 +27,12 @@ from console.semantics import unified_state
 from console.terminal_text import terminal_safe
 from console.tui import run_sections as sections
 from console.tui.messages import FleetChange
-from console.tui.screens.base import DECISION_BINDINGS, RUN_BINDINGS, ViewScreen
+from console.tui.screens.base import (
+    DECISION_BINDINGS,
+    RUN_BINDINGS,
+    ViewScreen,
+    oldest_pending_interrupt,
+)
 from console.tui.state_display import STATE_TONE
 from console.tui.widgets.sparkline import Sparkline
 from console.tui.widgets.summary_line import TONE_STYLE
@@ -220,4 +225,4 @@ class RunDetailScreen(ViewScreen):
         return [self.run_id] if self.run is not None else []
 
     def selected_interrupt(self) -> Interrupt | None:
-        return self.irq.oldest_pending_interrupt(self.run_id)
+        return oldest_pending_interrupt(self.irq.view, self.run_id)

@@ -40,7 +40,7 @@ from console.tui.marks import MARK_GLYPH
 from console.tui.run_columns import GUTTER, SEP, Layout, cell, layout, pad
 from console.tui.run_rows import RunRow, RunRowIndex
 from console.tui.state_display import UNICODE, GlyphSet, truncate, truncate_middle
-from console.tui.widgets.typeahead import FollowFocus
+from console.tui.textual_internals import FollowFocus
 
 TONES = ("ok", "warn", "bad", "ask", "calm", "done", "dim")
 
