@@ -42,28 +42,13 @@ from backend_adapters.base import MemoryPauseLedger  # noqa: E402
 from backend_adapters.registry import open_backend  # noqa: E402
 from backend_adapters.temporal.adapter import TemporalBackend  # noqa: E402
 from backend_adapters.temporal.dev_server import DevServer  # noqa: E402
+from benchmarks.latency_stats import dist  # noqa: E402
 from console.model import InterruptKind  # noqa: E402
 from console.processes import ChildProcess  # noqa: E402
 
 TASK_QUEUE = "bench-native"
 WORKER = ROOT / "tests" / "adapters" / "temporal" / "native_wait_worker.py"
 RESULTS = ROOT / "benchmarks" / "results" / "native_waits_temporal.json"
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def dist(values: list[float]) -> dict[str, float]:
-    return {
-        "n": len(values),
-        "p50_s": round(pct(values, 0.5), 3),
-        "p95_s": round(pct(values, 0.95), 3),
-        "max_s": round(max(values, default=float("nan")), 3),
-    }
 
 
 class Watcher:
