@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from console.alert_model import Condition
 from console.model import (
     Action,
     BackendHealth,
@@ -34,6 +35,7 @@ from console.model import (
     Run,
     RunState,
 )
+from console.run_facts import RetryOutcome, RetryPlan
 
 # ---------------------------------------------------------------------------------- errors
 
@@ -176,6 +178,9 @@ class Observation:
     interrupts: list[Interrupt] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)  # run ids that no longer exist
     complete: bool = True  # False when the adapter only refreshed part of its runs this poll
+    #: backend-side alert conditions seen this poll (no_workers, retrying, given_up); the
+    #: gateway's alert evaluator raises and clears alerts from them
+    conditions: list[Condition] = field(default_factory=list)
 
 
 @dataclass
@@ -268,6 +273,24 @@ class Backend(Protocol):
     ) -> ActionOutcome:
         """Deliver a decision exactly once: the same idempotency key must never deliver twice.
         Raise Conflict if the backend knows the interrupt is no longer pending."""
+
+    async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
+        """What a retry from ``from_step`` (None: the last good step) would keep and re-run.
+        Raise NotFound; Conflict when the run is still running (say what to do instead);
+        InvalidInput for a step the run does not have or the backend cannot restart from."""
+
+    async def retry(
+        self,
+        native_id: str,
+        *,
+        from_step: str | None,
+        request_id: str,
+        reason: str,
+        identity: str,
+    ) -> RetryOutcome:
+        """Re-run a failed / given-up / cancelled / terminated run from ``from_step``, keeping
+        the journaled results before it. ``request_id`` (the command's idempotency key) makes
+        a repeated retry a no-op where the backend supports it (Temporal reset request id)."""
 
 
 class BackendFactory(Protocol):

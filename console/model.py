@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from console.liveness import classify_liveness
+from console.run_facts import RunError, StepRetry, WorkAtRisk
 
 
 def utcnow() -> datetime:
@@ -36,6 +37,9 @@ class RunState(StrEnum):
     PAUSED = "paused"
     BACKING_OFF = "backing_off"
     CANCELLING = "cancelling"
+    #: the engine stopped retrying (DBOS past its recovery limit, Restate paused the
+    #: invocation after its retries, Temporal paused the activity); ``retry`` brings it back
+    GIVEN_UP = "given_up"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -57,6 +61,7 @@ class Action(StrEnum):
     CANCEL = "cancel"
     TERMINATE = "terminate"
     DECIDE = "decide"
+    RETRY = "retry"  # re-run a failed / given-up / cancelled run from a journaled step
 
 
 class DecisionKind(StrEnum):
@@ -398,6 +403,12 @@ class Run(BaseModel):
     version_pinned: bool | None = None
     #: what each action does to this run on its backend, in operator words (plans show them)
     action_notes: dict[Action, list[str]] = Field(default_factory=dict)
+    #: failed / given_up runs: the engine's error and the step it failed in
+    error: RunError | None = None
+    #: a step the engine is retrying after failures (attempt, last error, next attempt)
+    retrying: StepRetry | None = None
+    #: when the last journaled step completed (work at risk counts from here)
+    last_step_at: datetime | None = None
     details: dict[str, Any] = Field(default_factory=dict)
 
     @staticmethod
@@ -479,6 +490,9 @@ class Run(BaseModel):
             "app_version": self.app_version,
             "version_pinned": self.version_pinned,
             "action_notes": {a.value: list(n) for a, n in self.action_notes.items()},
+            "error": self.error.contract() if self.error else None,
+            "retrying": self.retrying.contract() if self.retrying else None,
+            "last_step_at": self.last_step_at.isoformat() if self.last_step_at else None,
         }
 
 
@@ -515,6 +529,10 @@ class ActionPlan(BaseModel):
     resources_at_risk: list[PlannedResource] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     will_rerun: list[str] = Field(default_factory=list)  # steps that run again on resume
+    steps_kept: list[str] = Field(default_factory=list)  # retry: journaled results kept
+    #: retry: steps that run again whose side effects are outside the journal (happen twice)
+    unjournaled_effects: list[str] = Field(default_factory=list)
+    work_at_risk: list[WorkAtRisk] = Field(default_factory=list)
 
     def contract(self) -> dict[str, Any]:
         return {
@@ -526,6 +544,9 @@ class ActionPlan(BaseModel):
             "resources_at_risk": [r.contract() for r in self.resources_at_risk],
             "warnings": list(self.warnings),
             "will_rerun": list(self.will_rerun),
+            "steps_kept": list(self.steps_kept),
+            "unjournaled_effects": list(self.unjournaled_effects),
+            "work_at_risk": [w.contract() for w in self.work_at_risk],
         }
 
 

@@ -85,6 +85,16 @@ _ALLOWED_FROM: dict[Action, frozenset[RunState]] = {
         {s for s in RunState if s not in TERMINAL_STATES and s is not RunState.CANCELLING}
     ),
     Action.TERMINATE: frozenset({s for s in RunState if s not in TERMINAL_STATES}),
+    # the way back for a run that stopped without finishing its work (DESIGN.md §1 "Retry")
+    Action.RETRY: frozenset(
+        {
+            RunState.FAILED,
+            RunState.GIVEN_UP,
+            RunState.CANCELLED,
+            RunState.TERMINATED,
+            RunState.LOST,
+        }
+    ),
 }
 
 
@@ -114,6 +124,7 @@ def _past(action: Action) -> str:
         Action.RESUME: "resumed",
         Action.CANCEL: "cancelled",
         Action.TERMINATE: "terminated",
+        Action.RETRY: "retried",
     }.get(action, action.value)
 
 

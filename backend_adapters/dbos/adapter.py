@@ -15,6 +15,7 @@ from backend_adapters.base import (
     Capabilities,
     Observation,
     PauseLedger,
+    Unsupported,
 )
 from backend_adapters.dbos.actions import DBOSActions
 from backend_adapters.dbos.capabilities import DBOS_CAPABILITIES
@@ -26,6 +27,7 @@ from backend_adapters.dbos.observer import DBOSObserver
 from backend_adapters.dbos.system_database import SystemDatabase
 from backend_adapters.registry import BackendURL
 from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
+from console.run_facts import RetryOutcome, RetryPlan
 
 
 class DBOSBackend:
@@ -131,6 +133,20 @@ class DBOSBackend:
         return await self._decisions.decide(
             interrupt, decision, idempotency_key=idempotency_key, identity=identity
         )
+
+    async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
+        raise Unsupported("retry is not implemented for dbos yet", target=native_id)
+
+    async def retry(
+        self,
+        native_id: str,
+        *,
+        from_step: str | None,
+        request_id: str,
+        reason: str,
+        identity: str,
+    ) -> RetryOutcome:
+        raise Unsupported("retry is not implemented for dbos yet", target=native_id)
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> DBOSBackend:

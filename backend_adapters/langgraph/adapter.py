@@ -24,6 +24,7 @@ from backend_adapters.base import (
     Observation,
     PauseLedger,
     Unreachable,
+    Unsupported,
 )
 from backend_adapters.langgraph.actions import LangGraphActions
 from backend_adapters.langgraph.breakpoint_delivery import BreakpointDelivery
@@ -37,6 +38,7 @@ from backend_adapters.langgraph.thread_reads import ThreadReads
 from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers, take_secret
 from console.model import Decision, Heartbeat, Interrupt, JournalStep, Run
+from console.run_facts import RetryOutcome, RetryPlan
 
 DEFAULT_POLL_S = 1.0
 
@@ -146,6 +148,20 @@ class LangGraphBackend:
         return await self._decisions.decide(
             interrupt, decision, idempotency_key=idempotency_key, identity=identity
         )
+
+    async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
+        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
+
+    async def retry(
+        self,
+        native_id: str,
+        *,
+        from_step: str | None,
+        request_id: str,
+        reason: str,
+        identity: str,
+    ) -> RetryOutcome:
+        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:

@@ -81,6 +81,7 @@ from console.model import (
     Run,
     decision_text,
 )
+from console.run_facts import RetryOutcome, RetryPlan
 
 T = TypeVar("T")
 log = logging.getLogger("irq.langgraph.checkpointer")
@@ -524,6 +525,19 @@ class CheckpointerBackend:
         operation = f"{self._graph_name}.invoke(Command(resume={{interrupt id: value}}))"
         return ActionOutcome(detail=detail, operations=[operation])
 
+    async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
+        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
+
+    async def retry(
+        self,
+        native_id: str,
+        *,
+        from_step: str | None,
+        request_id: str,
+        reason: str,
+        identity: str,
+    ) -> RetryOutcome:
+        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
 
 def sqlite_path(target: str) -> Path:
     """``sqlite:////abs/file`` or ``sqlite:///abs/file`` (an existing absolute file wins over

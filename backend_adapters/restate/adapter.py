@@ -26,6 +26,7 @@ from backend_adapters.base import (
     NotFound,
     Observation,
     PauseLedger,
+    Unsupported,
 )
 from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.restate.capabilities import RESTATE_CAPABILITIES
@@ -41,6 +42,7 @@ from backend_adapters.restate.state_mapping import (
 from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers
 from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
+from console.run_facts import RetryOutcome, RetryPlan
 
 DEFAULT_POLL_S = 1.0
 #: key irq adds to the decision payload, so a re-driven decision finds its own delivery
@@ -212,8 +214,9 @@ class RestateBackend:
             self._ledger.mark_paused(self.run_id(native_id), True)
         return ActionOutcome(
             detail=(
-                "paused" if status == "backing-off" else
-                "pause requested: effective once the ctx.run in flight returns"
+                "paused"
+                if status == "backing-off"
+                else "pause requested: effective once the ctx.run in flight returns"
             ),
             operations=[f"PATCH /invocations/{native_id}/pause -> {code}"],
         )
@@ -264,14 +267,13 @@ class RestateBackend:
         inv = self._invocation_of(interrupt)
         if interrupt.kind in (InterruptKind.AWAKEABLE, InterruptKind.PROMISE):
             return await self._native.decide(
-                inv, interrupt, decision, idempotency_key=idempotency_key)
+                inv, interrupt, decision, idempotency_key=idempotency_key
+            )
         run, _ = await self._one(inv)
         view = await self._journal_view(inv)
         awakeable = interrupt.native_id
         index = signal_index(awakeable)
-        published = next(
-            (p for p in view.published if p.get("awakeable_id") == awakeable), None
-        )
+        published = next((p for p in view.published if p.get("awakeable_id") == awakeable), None)
         if published is None or index is None:
             raise NotFound(
                 f"stale interrupt id {awakeable}: invocation {inv} never published it",
@@ -311,6 +313,20 @@ class RestateBackend:
         if interrupt.run_id.startswith(prefix):
             return interrupt.run_id[len(prefix) :]
         raise NotFound(f"interrupt {interrupt.id} does not belong to restate:{self.context}")
+
+    async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
+        raise Unsupported("retry is not implemented for restate yet", target=native_id)
+
+    async def retry(
+        self,
+        native_id: str,
+        *,
+        from_step: str | None,
+        request_id: str,
+        reason: str,
+        identity: str,
+    ) -> RetryOutcome:
+        raise Unsupported("retry is not implemented for restate yet", target=native_id)
 
 
 def _pause_reason(raw: object) -> str:

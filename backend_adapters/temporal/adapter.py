@@ -28,6 +28,7 @@ from backend_adapters.base import (
     Observation,
     PauseLedger,
     Unreachable,
+    Unsupported,
 )
 from backend_adapters.temporal.actions import WorkflowActions
 from backend_adapters.temporal.capabilities import temporal_capabilities
@@ -46,6 +47,7 @@ from backend_adapters.temporal.request_budget import RefreshPlanner, TokenBucket
 from backend_adapters.temporal.state_mapping import BACKEND
 from backend_adapters.temporal.visibility import Visibility
 from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
+from console.run_facts import RetryOutcome, RetryPlan
 
 
 class TemporalBackend:
@@ -193,6 +195,20 @@ class TemporalBackend:
         return await self._decisions.decide(
             interrupt, decision, idempotency_key=idempotency_key, identity=identity
         )
+
+    async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
+        raise Unsupported("retry is not implemented for temporal yet", target=native_id)
+
+    async def retry(
+        self,
+        native_id: str,
+        *,
+        from_step: str | None,
+        request_id: str,
+        reason: str,
+        identity: str,
+    ) -> RetryOutcome:
+        raise Unsupported("retry is not implemented for temporal yet", target=native_id)
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> TemporalBackend:

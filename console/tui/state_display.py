@@ -19,6 +19,7 @@ from console.model import RunState
 ATTENTION_ORDER: tuple[RunState, ...] = (
     RunState.LOST,
     RunState.LATE,
+    RunState.GIVEN_UP,
     RunState.WAITING,
     RunState.BACKING_OFF,
     RunState.PAUSING,
@@ -35,6 +36,7 @@ ATTENTION_RANK = {state: rank for rank, state in enumerate(ATTENTION_ORDER)}
 #: short words used in narrow columns (at most 10 cells)
 STATE_LABEL: dict[RunState, str] = {s: s.value for s in RunState} | {
     RunState.BACKING_OFF: "backoff",
+    RunState.GIVEN_UP: "given up",
 }
 
 #: the colour class of each state; styles live in the widgets' component classes
@@ -47,6 +49,7 @@ STATE_TONE: dict[RunState, str] = {
     RunState.PAUSED: "calm",
     RunState.BACKING_OFF: "warn",
     RunState.CANCELLING: "calm",
+    RunState.GIVEN_UP: "bad",
     RunState.COMPLETED: "done",
     RunState.FAILED: "bad",
     RunState.CANCELLED: "done",
@@ -82,6 +85,7 @@ UNICODE = GlyphSet(
         RunState.PAUSED: "‖",
         RunState.BACKING_OFF: "↻",
         RunState.CANCELLING: "⊗",
+        RunState.GIVEN_UP: "⊠",
         RunState.COMPLETED: "✓",
         RunState.FAILED: "✗",
         RunState.CANCELLED: "⊘",
@@ -112,6 +116,7 @@ ASCII = GlyphSet(
         RunState.PAUSED: "=",
         RunState.BACKING_OFF: "~",
         RunState.CANCELLING: "x",
+        RunState.GIVEN_UP: "%",
         RunState.COMPLETED: "+",
         RunState.FAILED: "X",
         RunState.CANCELLED: "/",
