@@ -315,7 +315,8 @@ def args_schema_for(args: Mapping[str, Any]) -> dict[str, Any]:
 
 def interrupt_policy(decision: PolicyDecision) -> dict[str, Any]:
     """The interrupt payload's ``policy`` for a ``require_approval`` decision:
-    ``{rule, why, decide_role, approvers, policy_version}``."""
+    ``{rule, why, decide_role, approvers, policy_version}``, and ``deadline_s`` /
+    ``default_decision`` when the rule has them."""
     approval = decision.approval
     if approval is None:  # the policy's default outcome, no rule
         return {
@@ -325,13 +326,18 @@ def interrupt_policy(decision: PolicyDecision) -> dict[str, Any]:
             "approvers": 1,
             "policy_version": decision.policy_version,
         }
-    return {
+    policy: dict[str, Any] = {
         "rule": approval.rule,
         "why": approval.description,
         "decide_role": approval.decide_role,
         "approvers": approval.approvers,
         "policy_version": decision.policy_version,
     }
+    if approval.deadline_s is not None:  # the interrupt's deadline_at counts from its creation
+        policy["deadline_s"] = approval.deadline_s
+    if approval.default_decision is not None:
+        policy["default_decision"] = approval.default_decision
+    return policy
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ Nothing here imports Textual, typer or websockets. The JSON field names produced
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from console.liveness import classify_liveness
 from console.run_facts import RunError, StepRetry, WorkAtRisk
@@ -280,6 +280,8 @@ class InterruptPolicy(BaseModel):
     approvers: int = 1
     policy_version: str | None = None
     approvals: list[dict[str, Any]] = Field(default_factory=list)
+    deadline_s: float | None = Field(default=None, ge=0)  # the rule's deadline
+    default_decision: str | None = None  # applied past it (by the gateway's copy of the rule)
 
     @classmethod
     def from_payload(cls, value: Any) -> InterruptPolicy | None:
@@ -300,6 +302,8 @@ class InterruptPolicy(BaseModel):
             "approvers": self.approvers,
             "policy_version": self.policy_version,
             "approvals": list(self.approvals),
+            "deadline_s": self.deadline_s,
+            "default_decision": self.default_decision,
         }
 
 
@@ -329,6 +333,13 @@ class Interrupt(BaseModel):
     # where the run waits, in the backend's terms: a stack line, a journal entry, a topic, a node
     wait_site: str = ""
     actions: list[ActionRequest] = Field(default_factory=list)  # middleware: decided one by one
+
+    @model_validator(mode="after")
+    def _policy_deadline(self) -> Interrupt:
+        """A rule's deadline counts from the interrupt's creation (when no timer set one)."""
+        if self.deadline_at is None and self.policy is not None and self.policy.deadline_s:
+            self.deadline_at = self.created_at + timedelta(seconds=self.policy.deadline_s)
+        return self
 
     @staticmethod
     def make_id(run_id: str, native_id: str) -> str:

@@ -23,6 +23,7 @@ import signal
 import ssl
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from backend_adapters.base import Backend
@@ -37,6 +38,7 @@ from console.gateway.client_sessions import SERVER_NAME, ClientSessions
 from console.gateway.commands import CommandExecutor
 from console.gateway.connections import Connections, HandshakeLog
 from console.gateway.context_leases import ContextLeases
+from console.gateway.default_decisions import DefaultDecisions
 from console.gateway.hub import Hub
 from console.gateway.journal import JournalPauseLedger
 from console.gateway.journal_engines import open_journal
@@ -46,6 +48,7 @@ from console.gateway.policy_commands import PolicyCommands
 from console.gateway.policy_events import PolicyEvents
 from console.gateway.policy_state import PolicyState
 from console.gateway.refusals import RefusalLedger
+from console.gateway.retention import DecidedApprovals, Retention, SettledObligations
 from console.gateway.settings import GatewaySettings
 from console.gateway.shared_frames import SharedFrames
 from console.gateway.shared_tokens import SharedTokens
@@ -140,6 +143,13 @@ class Gateway:
         self.handshakes = HandshakeLog()
         self.connections = Connections(self.tokens, self.handshakes, self.clients,
                                        self.agent_channel, self.counters)
+        # a rule's default decision past its deadline; settled rows pruned after the retention
+        self.default_decisions = DefaultDecisions(
+            lambda: list(self.hub.interrupts.values()), self.executor.decisions,
+            lambda: self.policy.engine, self.hub.clock)
+        self.retention = Retention(
+            timedelta(seconds=settings.retention_s),
+            [DecidedApprovals(self.journal), SettledObligations(self.journal)], self.hub.clock)
         self.loops = BackgroundLoops(settings, self.hub, self.journal, self.backends,
                                      self.executor, self.first_reads, self.leases,
                                      self.peering, self.tokens, self.policy,
@@ -190,6 +200,8 @@ class Gateway:
             self.leases.holder = f"{socket.gethostname()}:{self.port}"
             self.peering.set_origin(self.leases.holder)
         self._tasks += await self.loops.start()
+        self._tasks += [asyncio.create_task(self.default_decisions.run()),
+                        asyncio.create_task(self.retention.run())]
         log.info("irq gateway listening on %s://%s:%d (%d backends)", self.settings.scheme,
                  self.settings.host, self.port, len(self.backends))
 

@@ -48,6 +48,10 @@ class GatewaySettings:
     #: this gateway's name in a shared journal (the intents it re-drives after a restart);
     #: "" is HOST:PORT of this machine, stable across restarts of the same gateway
     gateway_id: str = ""
+    #: decided approvals and settled obligations leave the journal after this (retention.py)
+    retention_s: float = 30 * 86400.0
+    #: resource kind -> the command (argv) that releases one (``irq release --force``)
+    release_commands: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def journal_path(self) -> Path:

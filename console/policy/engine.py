@@ -35,7 +35,7 @@ import cel
 
 from console.policy.classes import DataFacts, Taxonomy
 from console.policy.conditions import VARIABLES, compile_condition
-from console.policy.loader import PolicyError
+from console.policy.loader import PolicyError, rule_deadline_s
 from console.policy.model import (
     Approval,
     Invocation,
@@ -493,11 +493,16 @@ class PolicyEngine:
             rule = winner.rule
             approval = Approval(rule=rule.id, decisions=list(rule.decisions),
                                 decide_role=rule.decide_role, approvers=rule.approvers,
-                                description=rule.description)
+                                description=rule.description,
+                                deadline_s=rule_deadline_s(rule),
+                                default_decision=rule.default_decision,
+                                default_feedback=rule.default_feedback)
             who = f"{rule.approvers} different approvers" if rule.approvers > 1 else "one approver"
             explanation.append(
                 f"approval: {who} with role {rule.decide_role} or above may "
                 f"{', '.join(rule.decisions)}"
+                + (f"; unanswered after {rule.deadline}: {rule.default_decision} by default"
+                   if rule.default_decision else "")
             )
         return PolicyDecision(
             outcome=outcome,

@@ -24,6 +24,9 @@ Format (TOML)::
     object = ["phi"]
     teams = ["billing"]                       # subject keys flat, or a [rules.subject] table
     condition = "args.rows > 100"
+    deadline = "24h"                          # require_approval: unanswered past this ...
+    default_decision = "reject"               # ... the gateway decides so, as this rule
+    default_feedback = "nobody approved within 24h"
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from console.durations import parse_duration
 from console.policy.classes import Hierarchy, Lineage
 from console.policy.conditions import compile_condition
 from console.policy.model import Policy, Rule, Subject
@@ -239,6 +243,7 @@ def _validate_rules(policy: Policy, data_classes: Hierarchy, lineage: Lineage) -
             raise fail("what", "an oblige rule must say what is owed (what = \"...\")")
         if rule.within_s is not None and rule.within_s < 0:
             raise fail("within_s", "must not be negative")
+        _validate_deadline(rule, fail)
         if rule.waives and rule.modality != "dispense":
             raise fail("waives", "only a dispense rule waives obligations")
         if rule.modality == "dispense" and not rule.waives:
@@ -248,3 +253,33 @@ def _validate_rules(policy: Policy, data_classes: Hierarchy, lineage: Lineage) -
                 raise fail("waives", f"no rule {waived!r}")
             if kinds[waived] != "oblige":
                 raise fail("waives", f"rule {waived!r} is a {kinds[waived]} rule, not oblige")
+
+
+def _validate_deadline(rule: Rule, fail: Callable[[str, str], PolicyError]) -> None:
+    """A deadline parses as a duration; a default decision belongs to a require_approval rule
+    with a deadline and is one of the decisions the rule allows."""
+    if rule.deadline:
+        if rule.modality != "require_approval":
+            raise fail("deadline", "only a require_approval rule has a deadline")
+        try:
+            parse_duration(rule.deadline)
+        except ValueError as exc:
+            raise fail("deadline", str(exc)) from None
+    if rule.default_decision is None:
+        if rule.default_feedback:
+            raise fail("default_feedback", "default_feedback goes with default_decision")
+        return
+    if not rule.deadline:
+        raise fail("default_decision", "a default decision needs a deadline (deadline = \"24h\")")
+    if rule.default_decision not in rule.decisions:
+        raise fail("default_decision",
+                   f"{rule.default_decision!r} is not among the rule's decisions "
+                   f"({', '.join(rule.decisions)})")
+    if rule.approvers > 1 and rule.default_decision == "approve":
+        raise fail("default_decision", "a four-eyes rule (approvers >= 2) cannot approve by "
+                   "default: that would be fewer eyes, not more")
+
+
+def rule_deadline_s(rule: Rule) -> float | None:
+    """The rule's deadline in seconds (None: the rule has none). Validated at load."""
+    return parse_duration(rule.deadline).total_seconds() if rule.deadline else None

@@ -54,6 +54,12 @@ class Rule(BaseModel):
     decisions: list[DecisionName] = Field(default_factory=lambda: _DEFAULT_DECISIONS.copy())
     decide_role: Literal["operator", "admin"] = "operator"
     approvers: int = 1
+    # require_approval: past ``deadline`` (a duration, "24h") the gateway applies
+    # ``default_decision`` (approve | reject) in the rule's name; without one the
+    # interrupt only becomes overdue
+    deadline: str = ""
+    default_decision: Literal["approve", "reject"] | None = None
+    default_feedback: str = ""  # reject: the text that goes back to the agent
     # oblige
     what: str = ""
     within_s: float | None = None
@@ -125,6 +131,9 @@ class Approval(BaseModel):
     decide_role: str
     approvers: int
     description: str = ""
+    deadline_s: float | None = None
+    default_decision: Literal["approve", "reject"] | None = None
+    default_feedback: str = ""
 
 
 class PolicyDecision(BaseModel):
