@@ -18,6 +18,11 @@ Config file::
     # irq drill: how to preempt one run's agent (no shell; {run_id} {native_id} {backend}
     # {context} are filled in and the line is split with shlex)
     preempt_command = "kubectl delete pod -l run={native_id}"
+    retention = "30d"           # irq serve: decided approvals, settled obligations kept so long
+    held_too_long_after = "1h"  # a paused run keeping a resource past this raises held_too_long
+
+    [resources.gpu]   # irq release RUN RESOURCE --force: argv + RUN_ID RESOURCE_ID, no shell
+    release_command = ["/usr/local/bin/free-gpu", "--now"]
 
     [keys]            # TUI key remapping: binding id = "keys"
     pause = "p"
@@ -35,7 +40,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from console.durations import parse_duration
 from console.notify_config import NotifySettings
+from console.resource_kinds import ResourceKindFile
 
 DEFAULT_URL = "ws://127.0.0.1:7433"
 
@@ -130,6 +137,15 @@ class ContextFile(BaseModel):
     read_only: bool = False
     backends: list[str] = []
     preempt_command: str | None = None
+    retention: str | None = None  # irq serve: settled journal rows kept this long ("30d")
+    held_too_long_after: str | None = None  # a paused run keeping a resource past this alerts
+
+    @field_validator("retention", "held_too_long_after")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
 
     @field_validator("url")
     @classmethod
@@ -158,12 +174,14 @@ class ConfigFile(BaseModel):
     contexts: dict[str, ContextFile] = {}
     keys: dict[str, str] = {}
     notify: NotifySettings = NotifySettings()  # [notify]: TUI bell/desktop (console/notify_config)
+    resources: dict[str, ResourceKindFile] = {}  # [resources.KIND]: release_command
 
 
 _TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "": tuple(ConfigFile.model_fields),
     "contexts.*": tuple(ContextFile.model_fields),
     "notify": tuple(NotifySettings.model_fields),
+    "resources.*": tuple(ResourceKindFile.model_fields),
 }
 
 
@@ -187,6 +205,7 @@ def _problem(error: Any) -> str:
     value = error.get("input")
     if kind == "extra_forbidden":
         table = ("contexts.*" if loc[0] == "contexts" and len(loc) == 3
+                 else "resources.*" if loc[0] == "resources" and len(loc) == 3
                  else "notify" if loc[0] == "notify" and len(loc) == 2 else "")
         where = f"[{'.'.join(loc[:-1])}]" if len(loc) > 1 else "the top level"
         known = ", ".join(_TABLE_KEYS.get(table, ()))
@@ -213,6 +232,8 @@ class Context:
     read_only: bool = False
     backends: list[str] = field(default_factory=list)
     preempt_command: str | None = None
+    retention: str | None = None
+    held_too_long_after: str | None = None
 
 
 @dataclass
@@ -222,6 +243,7 @@ class Config:
     keys: dict[str, str] = field(default_factory=dict)
     path: Path | None = None
     notify: NotifySettings = field(default_factory=NotifySettings)
+    resources: dict[str, ResourceKindFile] = field(default_factory=dict)
 
     def context(self, name: str | None = None) -> Context:
         """The named context, else the current one, else an unnamed default."""
@@ -251,7 +273,8 @@ def parse_config(text: str, path: Path) -> Config:
             raise ConfigError(f"{path}: {problems[0]}") from None
         raise ConfigError(f"{path}:\n" + "\n".join(f"  - {p}" for p in problems)) from None
     contexts = {
-        name: Context(name, c.url, c.token, c.read_only, list(c.backends), c.preempt_command)
+        name: Context(name, c.url, c.token, c.read_only, list(c.backends), c.preempt_command,
+                      c.retention, c.held_too_long_after)
         for name, c in parsed.contexts.items()
     }
     return Config(
@@ -260,6 +283,7 @@ def parse_config(text: str, path: Path) -> Config:
         keys=dict(parsed.keys),
         path=path,
         notify=parsed.notify,
+        resources=dict(parsed.resources),
     )
 
 
@@ -291,6 +315,9 @@ def render_config(config: Config) -> str:
             table["backends"] = list(ctx.backends)
         if ctx.preempt_command:
             table["preempt_command"] = ctx.preempt_command
+        for key in ("retention", "held_too_long_after"):
+            if getattr(ctx, key):
+                table[key] = getattr(ctx, key)
         contexts[name] = table
     if contexts:
         data["contexts"] = contexts
@@ -299,6 +326,9 @@ def render_config(config: Config) -> str:
     notify = config.notify.model_dump(exclude_defaults=True)
     if notify:
         data["notify"] = notify
+    if config.resources:
+        data["resources"] = {k: v.model_dump(exclude_none=True)
+                             for k, v in sorted(config.resources.items())}
     return tomli_w.dumps(data)
 
 

@@ -96,6 +96,13 @@ def serve_command(
                      help="This gateway's name in a shared journal (default HOST:PORT); a "
                      "restarted gateway re-drives the unfinished commands of its name."),
     ] = None,
+    retention: Annotated[
+        str | None,
+        typer.Option("--retention", show_default=False,
+                     help="Prune decided approvals and settled obligations from the journal "
+                     "after this long (e.g. 30d); the audit trail stays. Default: the "
+                     "context's retention, else 30d."),
+    ] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings
@@ -112,7 +119,8 @@ def serve_command(
     settings = GatewaySettings(host=host, port=port, backends=urls, certfile=cert, keyfile=key,
                                policy_path=policy,
                                notify=notify_settings(webhook or [], notify_config),
-                               journal=journal or "", gateway_id=gateway_id or "")
+                               journal=journal or "", gateway_id=gateway_id or "",
+                               **_upkeep(ctx, retention))
     from console.gateway.journal_store import is_postgres_url, redacted
 
     if journal and not is_postgres_url(journal):
@@ -126,6 +134,29 @@ def serve_command(
     configure_gateway_logging(log_level)
     _announce(settings, source, redacted(journal) if journal else "gateway.db")
     _serve_until_stopped(run_gateway(settings), host, port)
+
+
+def _upkeep(ctx: typer.Context, retention: str | None) -> dict[str, Any]:
+    """The settings of retention (flag > context > 30d) and of the release commands of
+    ``[resources.KIND]``."""
+    from console.config import ConfigError, load_config
+    from console.durations import parse_duration
+    from console.resource_kinds import release_commands
+
+    try:
+        config = load_config()
+        context = config.context(global_options(ctx).context
+                                 or os.environ.get("IRQ_CONTEXT") or None)
+    except ConfigError as exc:
+        fail(ExitCode.USAGE, str(exc))
+    upkeep: dict[str, Any] = {"release_commands": release_commands(config.resources)}
+    text = retention or context.retention
+    if text:
+        try:
+            upkeep["retention_s"] = parse_duration(text).total_seconds()
+        except ValueError as exc:
+            fail(ExitCode.USAGE, f"--retention: {exc}")
+    return upkeep
 
 
 def _backend_urls(ctx: typer.Context, backend: list[str] | None) -> tuple[list[str], str]:

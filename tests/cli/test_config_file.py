@@ -158,3 +158,31 @@ def test_no_file_in_the_config_dir_is_ever_created_readable_by_others(
     assert created, "save_config created no file in the config directory"
     assert all(mode == 0o600 for _, mode in created), created
     assert _mode(config_path()) == 0o600
+
+
+def test_retention_held_too_long_and_resource_release_commands_round_trip(tmp_path: Path) -> None:
+    from console.config import parse_config, render_config
+    from console.resource_kinds import release_commands
+
+    text = (
+        '[contexts.prod]\nurl = "ws://h:1"\nretention = "7d"\nheld_too_long_after = "2h"\n'
+        '[resources.gpu]\nrelease_command = "/bin/free-gpu --now"\n'
+        '[resources.lock]\nrelease_command = ["/bin/unlock"]\n'
+    )
+    config = parse_config(text, tmp_path / "config.toml")
+    assert config.contexts["prod"].retention == "7d"
+    assert config.contexts["prod"].held_too_long_after == "2h"
+    assert release_commands(config.resources) == {"gpu": ["/bin/free-gpu", "--now"],
+                                                  "lock": ["/bin/unlock"]}
+    again = parse_config(render_config(config), tmp_path / "config.toml")
+    assert again.contexts["prod"].retention == "7d"
+    assert release_commands(again.resources) == release_commands(config.resources)
+
+
+def test_a_retention_that_is_not_a_duration_names_the_key(tmp_path: Path) -> None:
+    from console.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="retention"):
+        parse_config('[contexts.p]\nretention = "forever"\n', tmp_path / "c.toml")
+    with pytest.raises(ConfigError, match="known keys: release_command"):
+        parse_config('[resources.gpu]\nrelease = "x"\n', tmp_path / "c.toml")
