@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,9 @@ class JournalPauseLedger:
 
     def mark_paused(self, run_id: str, paused: bool) -> None:
         self._journal.mark_paused(run_id, paused)
+
+    def paused_since(self) -> dict[str, datetime]:
+        """Run id -> when irq paused it (the ``held_too_long`` condition's clock)."""
+        with self._journal.transaction() as tx:
+            rows = tx.execute("SELECT run_id, at FROM pauses").fetchall()
+        return {run_id: datetime.fromisoformat(at) for run_id, at in rows}

@@ -126,3 +126,15 @@ def test_a_store_that_fails_does_not_stop_the_others() -> None:
     assert counting.cut == now - timedelta(days=30)
 
 
+
+
+def test_the_pause_ledger_says_since_when_each_run_is_paused(journal: JournalStore) -> None:
+    from console.gateway.journal import JournalPauseLedger
+
+    ledger = JournalPauseLedger(journal)
+    before = utcnow()
+    ledger.mark_paused("dbos:local/a", True)
+    ledger.mark_paused("dbos:local/b", True)
+    ledger.mark_paused("dbos:local/b", False)
+    since = ledger.paused_since()
+    assert list(since) == ["dbos:local/a"] and since["dbos:local/a"] >= before
