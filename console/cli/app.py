@@ -20,6 +20,7 @@ from console.cli import (
     decisions,
     inbox,
     launch,
+    leaks,
     obligations,
     per_call,
     policy,
@@ -124,6 +125,7 @@ _command("show", "Observe", show.show_command)
 _command("inbox", "Observe", inbox.inbox_command)
 _command("watch", "Observe", watch.watch_command)
 _command("audit", "Observe", audit.audit_command)
+_command("leaks", "Observe", leaks.leaks_command)
 # act on runs
 for _action in ("pause", "resume", "cancel", "terminate"):
     _command(_action, "Act on runs", actions.make_action_command(_action))
