@@ -491,12 +491,7 @@ class PolicyEngine:
         approval = None
         if winner is not None and winner.rule.modality == "require_approval":
             rule = winner.rule
-            approval = Approval(rule=rule.id, decisions=list(rule.decisions),
-                                decide_role=rule.decide_role, approvers=rule.approvers,
-                                description=rule.description,
-                                deadline_s=rule_deadline_s(rule),
-                                default_decision=rule.default_decision,
-                                default_feedback=rule.default_feedback)
+            approval = _approval(rule)
             who = f"{rule.approvers} different approvers" if rule.approvers > 1 else "one approver"
             explanation.append(
                 f"approval: {who} with role {rule.decide_role} or above may "
@@ -619,3 +614,11 @@ def _one_line(exc: BaseException) -> str:
 
 def _seconds(value: float) -> str:
     return f"{int(value)} s" if float(value).is_integer() else f"{value} s"
+
+
+def _approval(rule: Rule) -> Approval:
+    """What a winning require_approval rule asks of the human (and decides past its deadline)."""
+    return Approval(rule=rule.id, decisions=list(rule.decisions), decide_role=rule.decide_role,
+                    approvers=rule.approvers, description=rule.description,
+                    deadline_s=rule_deadline_s(rule), default_decision=rule.default_decision,
+                    default_feedback=rule.default_feedback)
