@@ -295,6 +295,7 @@ class InterruptPolicy(BaseModel):
             return None
 
     def contract(self) -> dict[str, Any]:
+        deadline = {"deadline_s": self.deadline_s, "default_decision": self.default_decision}
         return {
             "rule": self.rule,
             "why": self.why,
@@ -302,8 +303,7 @@ class InterruptPolicy(BaseModel):
             "approvers": self.approvers,
             "policy_version": self.policy_version,
             "approvals": list(self.approvals),
-            "deadline_s": self.deadline_s,
-            "default_decision": self.default_decision,
+            **{k: v for k, v in deadline.items() if v is not None},  # only a rule's deadline
         }
 
 
