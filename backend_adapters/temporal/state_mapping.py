@@ -412,9 +412,7 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
     if base is not RunState.RUNNING:
         run.state = base
         _closed_resources(run, ev)
-        if ev.closed is not None and ev.closed.run_id == details["run_id"]:
-            run.error = ev.closed.error if base is RunState.FAILED else None
-            run.last_step_at = ev.closed.last_step_at
+        _closed_facts(run, ev, details["run_id"])
     else:
         candidates = [activity_state(a, observed) for a in acts]
         if ev.cancel_requested:
@@ -431,14 +429,7 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
             candidates.append(RunState.WAITING)
         candidates.append(RunState.RUNNING)
         run.state = min(candidates, key=_SEVERITY.index)
-        run.retrying = step_retry(acts)
-        if run.state is RunState.GIVEN_UP and primary is not None:
-            run.error = given_up_error(
-                f"{primary.activity_type} (activity {primary.activity_id})",
-                paused_by_rule(primary.pause_info) or "?",
-                primary.last_failure,
-                parse_time((primary.pause_info or {}).get("pauseTime")),
-            )
+        _retry_facts(run, acts, primary)
         if run.state is RunState.LOST:
             run.preempted = True
             details.setdefault("lost", {"by": "server", "reason": "heartbeat timeout"})
@@ -458,6 +449,25 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
             )
     run.warnings = warnings
     return run
+
+
+def _closed_facts(run: Run, ev: RunEvidence, run_id: str) -> None:
+    """A closed run's error (failed runs) and last completed activity, from its history."""
+    if ev.closed is not None and ev.closed.run_id == run_id:
+        run.error = ev.closed.error if run.state is RunState.FAILED else None
+        run.last_step_at = ev.closed.last_step_at
+
+
+def _retry_facts(run: Run, acts: list[ActivityView], primary: ActivityView | None) -> None:
+    """A running run's retrying activity, and the error of one a workflow rule gave up."""
+    run.retrying = step_retry(acts)
+    if run.state is RunState.GIVEN_UP and primary is not None:
+        run.error = given_up_error(
+            f"{primary.activity_type} (activity {primary.activity_id})",
+            paused_by_rule(primary.pause_info) or "?",
+            primary.last_failure,
+            parse_time((primary.pause_info or {}).get("pauseTime")),
+        )
 
 
 def _closed_resources(run: Run, ev: RunEvidence) -> None:
