@@ -3,6 +3,10 @@
 - observe(): one paged visibility list of running workflows (memo + search attributes carry
   irq's pending interrupts), one page of recently closed ones, and describes of pending
   activities under a request budget (``?rps=``), focused and near-deadline runs first;
+- failed runs carry their error (``closed_failures.py``), a retrying activity its attempts,
+  and task queues nobody polls are ``no_workers`` conditions (``task_queue_pollers.py``);
+- retry = a workflow reset to the workflow task before the failed (or a chosen) step
+  (``retry.py``, ``reset_points.py``): a new run of the same workflow id;
 - pause / resume = pause / unpause every pending activity of the workflow (per-workflow
   activity routes), cancel = request cancellation, terminate = terminate;
 - decide() = the ``irq_decide`` update with ``updateId`` = the command's idempotency key;
@@ -28,10 +32,10 @@ from backend_adapters.base import (
     Observation,
     PauseLedger,
     Unreachable,
-    Unsupported,
 )
 from backend_adapters.temporal.actions import WorkflowActions
 from backend_adapters.temporal.capabilities import temporal_capabilities
+from backend_adapters.temporal.closed_failures import ClosedFailures
 from backend_adapters.temporal.config import TemporalConfig
 from backend_adapters.temporal.connection import TemporalConnection
 from backend_adapters.temporal.decision_delivery import DecisionDelivery
@@ -44,7 +48,9 @@ from backend_adapters.temporal.native_waits import NativeWaits
 from backend_adapters.temporal.observed_workflows import ObservedWorkflows
 from backend_adapters.temporal.observer import TemporalObserver
 from backend_adapters.temporal.request_budget import RefreshPlanner, TokenBucket
+from backend_adapters.temporal.retry import WorkflowRetry
 from backend_adapters.temporal.state_mapping import BACKEND
+from backend_adapters.temporal.task_queue_pollers import TaskQueuePollers
 from backend_adapters.temporal.visibility import Visibility
 from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
 from console.run_facts import RetryOutcome, RetryPlan
@@ -85,7 +91,10 @@ class TemporalBackend:
             describer,
             self._discovery,
             self._native,
+            ClosedFailures(self._connection, self.bucket),
+            TaskQueuePollers(self._connection, config, self.bucket),
         )
+        self._retry = WorkflowRetry(self._connection, observed)
         self._actions = WorkflowActions(self._connection, describer, observed, self._native)
         self._decisions = DecisionDelivery(self._connection, config, observed)
         self._native_decisions = NativeDelivery(self._connection, config, observed, self._native)
@@ -197,7 +206,7 @@ class TemporalBackend:
         )
 
     async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
-        raise Unsupported("retry is not implemented for temporal yet", target=native_id)
+        return await self._retry.plan(native_id, from_step=from_step)
 
     async def retry(
         self,
@@ -208,7 +217,13 @@ class TemporalBackend:
         reason: str,
         identity: str,
     ) -> RetryOutcome:
-        raise Unsupported("retry is not implemented for temporal yet", target=native_id)
+        return await self._retry.retry(
+            native_id,
+            from_step=from_step,
+            request_id=request_id,
+            reason=reason,
+            identity=identity,
+        )
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> TemporalBackend:

@@ -59,6 +59,27 @@ def temporal_capabilities(config: TemporalConfig) -> Capabilities:
                 "again, held resources may leak",
                 (f"POST {base}/terminate",),
             ),
+            Action.RETRY: ActionCapability(
+                True,
+                "reset the workflow to the workflow task before the step it failed in (or "
+                "a chosen activity, by journal index or name): a new run of the same "
+                "workflow id replays the history before it, so activities completed before "
+                "keep their results and do not run again; the activities from there on run "
+                "again (side effects they had happen again unless idempotent); signals after "
+                "the point are applied again. The command's key is the reset's request id "
+                "and is kept in the new run's history: a repeated retry does nothing. A "
+                "running workflow is refused (cancel or terminate it first). An activity a "
+                "workflow rule paused (given up) is reset and unpaused in place",
+                (f"POST {base}/reset (workflowTaskFinishEventId, requestId, reapply signals)",),
+                operations_when=MappingProxyType(
+                    {
+                        RunState.GIVEN_UP: (
+                            f"POST {base}/activities/{{aid}}/reset (each activity a workflow "
+                            "rule paused; keepPaused=false: attempt 1, unpaused)",
+                        ),
+                    }
+                ),
+            ),
             Action.DECIDE: ActionCapability(
                 True,
                 f"workflow update '{UPDATE_NAME}' (validated by the workflow; updateId = "

@@ -256,7 +256,45 @@ class TemporalHttp:
         params = {"query": query} if query else None
         return await self.request("GET", f"{self.ns_path}/workers", kind="workers", params=params)
 
+    async def describe_task_queue(
+        self, task_queue: str, *, kind: str = "TASK_QUEUE_TYPE_WORKFLOW"
+    ) -> dict[str, Any]:
+        """Pollers of one task queue (``pollers`` absent when nobody polls it)."""
+        return await self.request(
+            "GET",
+            f"{self.ns_path}/task-queues/{_path(task_queue)}",
+            kind="task_queue",
+            params={"taskQueueType": kind},
+        )
+
     # ----------------------------------------------------------------- writes
+
+    async def reset_workflow(
+        self,
+        workflow_id: str,
+        *,
+        run_id: str,
+        event_id: int,
+        reason: str,
+        request_id: str,
+        identity: str,
+    ) -> dict[str, Any]:
+        """Reset run ``run_id`` to the workflow task completed at ``event_id``: a new run of
+        the same workflow id replays the history before it; signals after it are applied
+        again. Returns ``{"runId": NEW}``."""
+        return await self.request(
+            "POST",
+            f"{self.ns_path}/workflows/{_path(workflow_id)}/reset",
+            kind="reset",
+            body={
+                "workflowExecution": {"workflowId": workflow_id, "runId": run_id},
+                "reason": reason,
+                "workflowTaskFinishEventId": str(event_id),
+                "requestId": request_id,
+                "resetReapplyType": "RESET_REAPPLY_TYPE_SIGNAL",
+                "identity": identity,
+            },
+        )
 
     async def update_workflow(
         self,

@@ -8,7 +8,11 @@ from typing import Any
 
 from backend_adapters.temporal.config import TemporalConfig
 from backend_adapters.temporal.interrupt_discovery import InterruptDiscovery
-from backend_adapters.temporal.observed_workflows import ObservedWorkflows, workflow_id
+from backend_adapters.temporal.observed_workflows import (
+    ObservedWorkflows,
+    is_older_run,
+    newest_runs,
+)
 from backend_adapters.temporal.payloads import parse_time
 from backend_adapters.temporal.visibility import RUNNING_QUERY, Visibility
 
@@ -85,10 +89,17 @@ class WorkflowListing:
                 visibility.query(_CLOSED_QUERY.format(window_start.isoformat())), limit=500
             )
         previously = set(observed.listed)
-        observed.listed = {workflow_id(e): e for e in running}
+        # a workflow id has one run per reset / continue-as-new: the list gives the newest
+        # first, and the newest is the one irq shows (a reset run listed with its failed
+        # predecessor's state was the "failed for ~10 s after a reset" bug)
+        observed.listed = newest_runs(running)
         observed.closed = {
-            workflow_id(e): e for e in closed if workflow_id(e) not in observed.listed
+            wid: e
+            for wid, e in newest_runs(closed).items()
+            if wid not in observed.listed or is_older_run(observed.listed[wid], e)
         }
+        for wid in set(observed.closed) & set(observed.listed):
+            del observed.listed[wid]
         observed.list_times = {wid: now for wid in (*observed.listed, *observed.closed)}
         return [w for w in previously - set(observed.listed) if w not in observed.closed]
 
@@ -103,12 +114,16 @@ class WorkflowListing:
         closed = await visibility.list(
             visibility.query(_CLOSED_QUERY.format(since)), limit=config.max_runs
         )
-        for info in started:
-            observed.listed[workflow_id(info)] = info
-            observed.list_times[workflow_id(info)] = now
+        for wid, info in newest_runs(started).items():
+            if wid in observed.closed and is_older_run(info, observed.closed[wid]):
+                continue
+            observed.closed.pop(wid, None)  # a reset started a new run of a closed one
+            observed.listed[wid] = info
+            observed.list_times[wid] = now
         await self._discovery.refresh_waiting(now)
-        for info in closed:
-            wid = workflow_id(info)
+        for wid, info in newest_runs(closed).items():
+            if wid in observed.listed and is_older_run(info, observed.listed[wid]):
+                continue  # the run a reset replaced
             observed.listed.pop(wid, None)
             observed.closed[wid] = info
             observed.list_times[wid] = now

@@ -71,3 +71,27 @@ class ObservedWorkflows:
 
 def workflow_id(info: dict[str, Any]) -> str:
     return str((info.get("execution") or {}).get("workflowId") or "")
+
+
+def run_id_of(info: dict[str, Any]) -> str:
+    return str((info.get("execution") or {}).get("runId") or "")
+
+
+def is_older_run(info: dict[str, Any], than: dict[str, Any]) -> bool:
+    """``info`` is an earlier run of the same workflow id than ``than`` (a reset or a
+    continue-as-new started a newer one). Visibility lists every run of a workflow id; irq
+    shows the newest, as ``describe`` without a run id does."""
+    if run_id_of(info) == run_id_of(than) or not run_id_of(info) or not run_id_of(than):
+        return False
+    return str(info.get("startTime") or "") < str(than.get("startTime") or "")
+
+
+def newest_runs(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One entry per workflow id: its newest run (whatever order the list came in)."""
+    out: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        wid = workflow_id(entry)
+        known = out.get(wid)
+        if known is None or is_older_run(known, entry):
+            out[wid] = entry
+    return out

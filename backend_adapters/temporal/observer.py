@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from backend_adapters.base import BackendError, NotFound, Observation, Unreachable
+from backend_adapters.temporal.closed_failures import ClosedFailures
 from backend_adapters.temporal.config import TemporalConfig
 from backend_adapters.temporal.connection import TemporalConnection
 from backend_adapters.temporal.conventions import REPORT_MEMO_KEY
@@ -23,10 +24,11 @@ from backend_adapters.temporal.history_journal import journal_from_history
 from backend_adapters.temporal.interrupt_discovery import InterruptDiscovery
 from backend_adapters.temporal.listing import WorkflowListing
 from backend_adapters.temporal.native_waits import NativeWaits
-from backend_adapters.temporal.observed_workflows import ObservedWorkflows
+from backend_adapters.temporal.observed_workflows import ObservedWorkflows, is_older_run
 from backend_adapters.temporal.payloads import memo_field
 from backend_adapters.temporal.request_budget import RefreshPlanner, TokenBucket
 from backend_adapters.temporal.state_mapping import BACKEND, RunEvidence, run_from_evidence
+from backend_adapters.temporal.task_queue_pollers import TaskQueuePollers
 from backend_adapters.temporal.worker_liveness import stale_workers, workers_from_json
 from console.model import Heartbeat, Interrupt, JournalStep, Run, utcnow
 
@@ -45,6 +47,8 @@ class TemporalObserver:
         describer: WorkflowDescriber,
         discovery: InterruptDiscovery,
         native: NativeWaits,
+        failures: ClosedFailures,
+        pollers: TaskQueuePollers,
     ) -> None:
         self._connection = connection
         self._config = config
@@ -55,6 +59,8 @@ class TemporalObserver:
         self._describer = describer
         self._discovery = discovery
         self._native = native
+        self._failures = failures
+        self._pollers = pollers
         self._workers_checked: float | None = None
 
     # ------------------------------------------------------------------ focus
@@ -101,6 +107,7 @@ class TemporalObserver:
         chosen = self._choose(running_ids - set(first), now)
         await self._describer.describe_many(chosen)
         gone = await self._look_up_missing(missing, now)
+        await self._failures.refresh(observed.closed)
 
         await self._refresh_workers(now)
         await self._discovery.fill_inbox_by_query()
@@ -119,8 +126,13 @@ class TemporalObserver:
             run, _ = self._build(wid, info, now)
             runs.append(run)
         observed.dirty -= set(chosen) | set(first)
+        conditions = await self._pollers.conditions(observed.listed, now)
         return Observation(
-            runs=runs, interrupts=interrupts, gone=gone, complete=not self._listing.truncated
+            runs=runs,
+            interrupts=interrupts,
+            gone=gone,
+            complete=not self._listing.truncated,
+            conditions=conditions,
         )
 
     async def _look_up_missing(self, missing: list[str], now: datetime) -> list[str]:
@@ -192,7 +204,11 @@ class TemporalObserver:
         observed = self._observed
         described = observed.described.get(wid)
         listed_at = observed.list_times.get(wid, observed.listed_at)
-        if described is not None and described.observed_at >= listed_at:
+        if described is not None and is_older_run(described.info, info):
+            described = None  # described before a reset started the listed run
+        if described is not None and is_older_run(info, described.info):
+            info = described.info  # a reset started a run the list does not show yet
+        elif described is not None and described.observed_at >= listed_at:
             info = {**info, **described.info}  # describe is newer than the visibility list
         elif described is not None:
             info = {**described.info, **info}
@@ -218,6 +234,7 @@ class TemporalObserver:
             last_manifest=observed.manifests.get(wid, []),
             stale_workers=observed.stale_workers,
             workflow_task_waiting_s=described.workflow_task_waiting_s if described else None,
+            closed=None if running else self._failures.of(wid),
         )
         run = run_from_evidence(evidence, context=self._config.context, now=now)
         if not running:
@@ -226,6 +243,7 @@ class TemporalObserver:
 
     def _forget(self, wid: str) -> None:
         self._observed.forget(wid)
+        self._failures.forget(wid)
         self._discovery.forget(wid)
         self._native.forget(wid)
 
@@ -237,6 +255,11 @@ class TemporalObserver:
         if info.get("status") != "WORKFLOW_EXECUTION_STATUS_RUNNING":
             self._observed.closed[native_id] = info
             self._observed.listed.pop(native_id, None)
+            await self._failures.read(native_id, info)
+        elif native_id in self._observed.closed and is_older_run(
+            self._observed.closed[native_id], info
+        ):
+            del self._observed.closed[native_id]  # a reset started a new run
         run, _ = self._build(native_id, info, utcnow())
         return run
 

@@ -5,7 +5,8 @@ Native state -> unified state (``README.md`` has the table):
 - workflow closed: COMPLETED / CONTINUED_AS_NEW -> completed, FAILED / TIMED_OUT -> failed,
   CANCELED -> cancelled, TERMINATED -> terminated;
 - workflow running, judged from its pending activities (the worst one wins):
-  CANCEL_REQUESTED (or a workflow cancel request) -> cancelling, PAUSED -> paused,
+  CANCEL_REQUESTED (or a workflow cancel request) -> cancelling, paused by a workflow rule
+  (``pauseInfo.ruleId``: the engine stopped it, ``run_failures.py``) -> given_up, PAUSED -> paused,
   PAUSE_REQUESTED -> pausing, SCHEDULED after a server-recorded heartbeat timeout -> lost,
   SCHEDULED after any other failure -> backing_off, STARTED with a heartbeat older than the
   cadence plus a margin (at the time it was observed) -> late, else running;
@@ -28,6 +29,12 @@ from backend_adapters.temporal.payloads import (
     decode_payloads,
     parse_duration,
     parse_time,
+)
+from backend_adapters.temporal.run_failures import (
+    ClosedFacts,
+    given_up_error,
+    paused_by_rule,
+    step_retry,
 )
 from console.model import (
     Action,
@@ -56,6 +63,7 @@ WORKFLOW_STATUS: dict[str, RunState] = {
 #: the worse state wins when several activities are pending
 _SEVERITY = [
     RunState.CANCELLING,
+    RunState.GIVEN_UP,
     RunState.PAUSED,
     RunState.PAUSING,
     RunState.LOST,
@@ -95,6 +103,7 @@ class ActivityView:
     details: Any = None  # the last heartbeat details (first payload)
     last_failure: dict[str, Any] | None = None
     next_attempt_at: datetime | None = None
+    scheduled_at: datetime | None = None  # waiting for a retry: when the next attempt is due
     last_started_at: datetime | None = None
     last_worker: str = ""
     paused: bool = False
@@ -180,6 +189,7 @@ def activity_from_json(raw: dict[str, Any]) -> ActivityView:
         details=details[0] if details else None,
         last_failure=raw.get("lastFailure") if isinstance(raw.get("lastFailure"), dict) else None,
         next_attempt_at=parse_time(raw.get("nextAttemptScheduleTime")),
+        scheduled_at=parse_time(raw.get("scheduledTime")),
         last_started_at=parse_time(raw.get("lastStartedTime")),
         last_worker=str(raw.get("lastWorkerIdentity") or ""),
         paused=bool(raw.get("paused")),
@@ -199,7 +209,7 @@ def activity_state(act: ActivityView, observed_at: datetime) -> RunState:
     if act.state == "cancel_requested":
         return RunState.CANCELLING
     if act.state == "paused":
-        return RunState.PAUSED
+        return RunState.GIVEN_UP if paused_by_rule(act.pause_info) else RunState.PAUSED
     if act.state == "pause_requested" or act.paused:
         return RunState.PAUSING
     if act.state == "scheduled":
@@ -337,6 +347,7 @@ class RunEvidence:
     last_manifest: list[Resource] = field(default_factory=list)
     stale_workers: dict[str, float] = field(default_factory=dict)  # identity -> seconds
     workflow_task_waiting_s: float | None = None  # pending workflow task, waiting that long
+    closed: ClosedFacts | None = None  # a failed run's close event (``run_failures.py``)
 
 
 def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
@@ -401,6 +412,7 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
     if base is not RunState.RUNNING:
         run.state = base
         _closed_resources(run, ev)
+        _closed_facts(run, ev, details["run_id"])
     else:
         candidates = [activity_state(a, observed) for a in acts]
         if ev.cancel_requested:
@@ -417,6 +429,7 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
             candidates.append(RunState.WAITING)
         candidates.append(RunState.RUNNING)
         run.state = min(candidates, key=_SEVERITY.index)
+        _retry_facts(run, acts, primary)
         if run.state is RunState.LOST:
             run.preempted = True
             details.setdefault("lost", {"by": "server", "reason": "heartbeat timeout"})
@@ -436,6 +449,25 @@ def run_from_evidence(ev: RunEvidence, *, context: str, now: datetime) -> Run:
             )
     run.warnings = warnings
     return run
+
+
+def _closed_facts(run: Run, ev: RunEvidence, run_id: str) -> None:
+    """A closed run's error (failed runs) and last completed activity, from its history."""
+    if ev.closed is not None and ev.closed.run_id == run_id:
+        run.error = ev.closed.error if run.state is RunState.FAILED else None
+        run.last_step_at = ev.closed.last_step_at
+
+
+def _retry_facts(run: Run, acts: list[ActivityView], primary: ActivityView | None) -> None:
+    """A running run's retrying activity, and the error of one a workflow rule gave up."""
+    run.retrying = step_retry(acts)
+    if run.state is RunState.GIVEN_UP and primary is not None:
+        run.error = given_up_error(
+            f"{primary.activity_type} (activity {primary.activity_id})",
+            paused_by_rule(primary.pause_info) or "?",
+            primary.last_failure,
+            parse_time((primary.pause_info or {}).get("pauseTime")),
+        )
 
 
 def _closed_resources(run: Run, ev: RunEvidence) -> None:
