@@ -348,6 +348,7 @@ class GatewayClient:
         dry_run: bool = False,
         decision: Decision | None = None,
         key: str | None = None,
+        from_step: str | None = None,
     ) -> list[CommandResult]:
         frame: dict[str, Any] = {
             "type": "command",
@@ -359,6 +360,8 @@ class GatewayClient:
         }
         if decision is not None:
             frame["decision"] = decision.model_dump(mode="json", exclude_none=True)
+        if from_step is not None:  # retry: the first step to run again
+            frame["from_step"] = from_step
         answer = await self._request(frame)
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]
 

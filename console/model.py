@@ -544,6 +544,8 @@ class ActionPlan(BaseModel):
     #: retry: steps that run again whose side effects are outside the journal (happen twice)
     unjournaled_effects: list[str] = Field(default_factory=list)
     work_at_risk: list[WorkAtRisk] = Field(default_factory=list)
+    from_step: str | None = None  # retry: the first step that runs again (None: the start)
+    new_run: bool | None = None  # retry: True when it runs as a new run (a new id)
 
     def contract(self) -> dict[str, Any]:
         return {
@@ -558,6 +560,8 @@ class ActionPlan(BaseModel):
             "steps_kept": list(self.steps_kept),
             "unjournaled_effects": list(self.unjournaled_effects),
             "work_at_risk": [w.contract() for w in self.work_at_risk],
+            "from_step": self.from_step,
+            "new_run": self.new_run,
         }
 
 
@@ -574,6 +578,7 @@ class CommandResult(BaseModel):
     error: str | None = None  # not_found | conflict | unsupported | unreachable | invalid | ...
     plan: ActionPlan | None = None
     replayed: bool = False  # the same idempotency key was seen before; nothing was re-sent
+    new_run_id: str | None = None  # retry: the new run that carries the work (a fork)
 
     def contract(self) -> dict[str, Any]:
         return {
@@ -585,6 +590,7 @@ class CommandResult(BaseModel):
             "error": self.error,
             "plan": self.plan.contract() if self.plan else None,
             "replayed": self.replayed,
+            "new_run_id": self.new_run_id,
         }
 
 

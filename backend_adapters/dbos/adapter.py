@@ -2,8 +2,9 @@
 
 :class:`DBOSBackend` composes the parts, one module each: ``system_database.py`` (the client,
 called off the event loop with a deadline), ``observer.py`` (polls, runs, journals),
-``actions.py`` (pause / resume / cancel) and ``decision_delivery.py`` (decide). Conventions
-(event keys, attributes, topics) are in ``conventions.py`` and explained in README.md;
+``actions.py`` (pause / resume / cancel), ``retry.py`` (fork / resume a failed run) and
+``decision_delivery.py`` (decide). Conventions (event keys, attributes, topics) are in
+``conventions.py`` and explained in README.md;
 measured DBOS behaviour in ``docs/backends/dbos.md``.
 """
 
@@ -15,7 +16,6 @@ from backend_adapters.base import (
     Capabilities,
     Observation,
     PauseLedger,
-    Unsupported,
 )
 from backend_adapters.dbos.actions import DBOSActions
 from backend_adapters.dbos.capabilities import DBOS_CAPABILITIES
@@ -24,6 +24,7 @@ from backend_adapters.dbos.location import DatabaseLocation, locate
 from backend_adapters.dbos.mapping import BACKEND
 from backend_adapters.dbos.native_delivery import NativeMessageDelivery
 from backend_adapters.dbos.observer import DBOSObserver
+from backend_adapters.dbos.retry import DBOSRetry
 from backend_adapters.dbos.system_database import SystemDatabase
 from backend_adapters.registry import BackendURL
 from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
@@ -62,6 +63,7 @@ class DBOSBackend:
         self._actions = DBOSActions(self._database, ledger, context=context)
         self._decisions = DBOSDecisionDelivery(self._database, ledger, context=context)
         self._messages = NativeMessageDelivery(self._database)
+        self._retry = DBOSRetry(self._database)
         self._ledger = ledger
 
     def run_id(self, native_id: str) -> str:
@@ -134,8 +136,15 @@ class DBOSBackend:
             interrupt, decision, idempotency_key=idempotency_key, identity=identity
         )
 
+    # ------------------------------------------------------------------------------ retry
+
     async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
-        raise Unsupported("retry is not implemented for dbos yet", target=native_id)
+        """Steps before ``from_step`` (default: the failed one) kept, the rest run again."""
+        return await self._retry.plan(
+            native_id,
+            from_step=from_step,
+            ledger_paused=self._ledger.is_paused(self.run_id(native_id)),
+        )
 
     async def retry(
         self,
@@ -146,7 +155,16 @@ class DBOSBackend:
         reason: str,
         identity: str,
     ) -> RetryOutcome:
-        raise Unsupported("retry is not implemented for dbos yet", target=native_id)
+        """fork_workflow from the step (a new run), or resume_workflow in place for a run
+        DBOS gave up on; once per ``request_id`` (retry.py)."""
+        return await self._retry.retry(
+            native_id,
+            from_step=from_step,
+            request_id=request_id,
+            reason=reason,
+            identity=identity,
+            ledger_paused=self._ledger.is_paused(self.run_id(native_id)),
+        )
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> DBOSBackend:

@@ -59,6 +59,22 @@ DBOS_CAPABILITIES = Capabilities(
                 "completes). Use cancel; to stop the code now, stop the agent process"
             ),
         ),
+        Action.RETRY: ActionCapability(
+            supported=True,
+            native=True,
+            meaning=(
+                "fork_workflow from a step (default: the failed one): a new run (new id, "
+                "forked_from) that reuses the recorded results of the steps before it; the "
+                "workflow function runs again from the top, so code outside steps runs "
+                "again. A run DBOS gave up on (MAX_RECOVERY_ATTEMPTS_EXCEEDED) is resumed "
+                "in place (resume_workflow) unless a step is chosen. resume_workflow does "
+                "nothing for ERROR runs, hence the fork"
+            ),
+            operations=(
+                "update_workflow_attributes(irq.intent=retry)",
+                "fork_workflow(start_step) | resume_workflow (given up)",
+            ),
+        ),
     },
     decisions=tuple(DecisionKind),
     native_heartbeats=False,

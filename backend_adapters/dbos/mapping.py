@@ -4,7 +4,8 @@ State map (README.md, "States"):
 
 - PENDING, ENQUEUED, DELAYED -> running (cancelling while irq's cancel intent is being carried
   out); the gateway refines running to late / lost / waiting from heartbeats and interrupts
-- SUCCESS -> completed; ERROR, MAX_RECOVERY_ATTEMPTS_EXCEEDED -> failed
+- SUCCESS -> completed; ERROR -> failed; MAX_RECOVERY_ATTEMPTS_EXCEEDED -> given_up (DBOS
+  stopped recovering it; ``irq retry`` resumes it); both carry ``Run.error`` (failures.py)
 - CANCELLED -> paused when irq paused it (``irq.intent`` or the pause ledger), else cancelled
 """
 
@@ -38,14 +39,14 @@ BACKEND = "dbos"
 _TERMINAL_MAP = {
     "SUCCESS": RunState.COMPLETED,
     "ERROR": RunState.FAILED,
-    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": RunState.FAILED,
+    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": RunState.GIVEN_UP,
 }
 
 #: a run that started this recently may not have declared itself yet
 _DECLARE_GRACE_S = 10.0
 
 #: DBOS bookkeeping rows the journal view hides (irq's own set_event calls among them)
-_HIDDEN_OPERATIONS = frozenset({"DBOS.setEvent", "DBOS.updateWorkflowAttributes"})
+HIDDEN_OPERATIONS = frozenset({"DBOS.setEvent", "DBOS.updateWorkflowAttributes"})
 
 
 def from_epoch_ms(ms: int | float | None) -> datetime | None:
@@ -228,6 +229,9 @@ def run_from_status(
         preempted=(isinstance(attempts, int) and attempts > 1) or recoveries > 0,
         attempt=attempts if isinstance(attempts, int) else None,
         in_flight_step=in_flight_step_of(attrs, native),
+        # the agent's marker of its last step, when that step ended well (failures.py reads
+        # the journal of failed runs; a running run's journal is not read every poll)
+        last_step_at=None if marker.get("failed") else from_epoch_ms(marker.get("ended_at_ms")),
         # a queued or delayed run has not started: nothing runs that could heartbeat
         heartbeat_expected=native not in ("ENQUEUED", "DELAYED"),
         app_version=app_version if isinstance(app_version, str) and app_version else None,
@@ -329,7 +333,7 @@ def journal_from_steps(
     for step in ordered:
         fid = int(step.get("function_id") or 0)
         name = str(step.get("function_name") or "")
-        if name in _HIDDEN_OPERATIONS:
+        if name in HIDDEN_OPERATIONS:
             continue
         if name == "DBOS.sleep" and (fid - 1 in recv_ids or fid - 1 not in journaled):
             # the timeout bookkeeping of a recv (journaled at its start, so it shows up

@@ -23,6 +23,7 @@ from backend_adapters.dbos.conventions import (
     ATTR_WAITING,
     EVENT_INTERRUPT,
 )
+from backend_adapters.dbos.failures import FAILED_STATUSES, Failure, read_failures
 from backend_adapters.dbos.mapping import (
     BACKEND,
     attributes_of,
@@ -213,9 +214,11 @@ class DBOSObserver:
         events = await self._database.call(self._events_sync, wanted) if wanted else {}
         parked = [s.workflow_id for s in statuses if self._may_wait_natively(s)]
         waits = await self._database.call(self._waits_sync, parked) if parked else {}
+        failures = await self._failures(statuses)
         observation = Observation()
         for status in statuses:
             run, interrupt = self._to_run(status, events.get(status.workflow_id))
+            _add_failure(run, failures.get(status.workflow_id))
             interrupt = interrupt or self._add_native_wait(
                 run, status, waits.get(status.workflow_id)
             )
@@ -243,7 +246,15 @@ class DBOSObserver:
         run, interrupt = self._to_run(status, event)
         if interrupt is None and self._may_wait_natively(status):
             self._add_native_wait(run, status, wait)
+        _add_failure(run, (await self._failures([status])).get(native_id))
         return run
+
+    async def _failures(self, statuses: list[WorkflowStatus]) -> dict[str, Failure]:
+        """Errors of the failed and given-up runs among ``statuses`` (failures.py)."""
+        if not any(str(s.status) in FAILED_STATUSES for s in statuses):
+            return {}
+        return await self._database.call(
+            lambda: read_failures(self._database.connected(), statuses))
 
     def _journal_sync(self, native_id: str, ledger_paused: bool) -> list[JournalStep]:
         status = self._database.status(native_id)
@@ -262,6 +273,12 @@ class DBOSObserver:
     async def journal(self, native_id: str) -> list[JournalStep]:
         ledger_paused = self._ledger.is_paused(self.run_id(native_id))
         return await self._database.call(self._journal_sync, native_id, ledger_paused)
+
+
+def _add_failure(run: Run, failure: Failure | None) -> None:
+    if failure is not None:
+        run.error = failure.error
+        run.last_step_at = failure.last_step_at or run.last_step_at
 
 
 def _native_wait_step(step: JournalStep) -> JournalStep:

@@ -66,11 +66,15 @@ def render_plan(
             _resource_list(plan.get("resources_at_risk") or [], with_run=many),
             "bold red",
         ),
+        ("steps kept (journaled results reused)", [str(s) for s in plan.get("steps_kept") or []],
+         "green"),
         (
-            "re-runs on resume (at-least-once)",
+            "runs again" if action == "retry" else "re-runs on resume (at-least-once)",
             [str(s) for s in plan.get("will_rerun") or []],
             "yellow",
         ),
+        ("side effects that happen twice (not journaled)",
+         [str(s) for s in plan.get("unjournaled_effects") or []], "bold red"),
     ]
     for title, lines, style in sections:
         if not lines:

@@ -9,6 +9,8 @@ What counts as the effect, per target:
   turned into a suspected leak is a failure;
 - cancel / terminate: the run is in a terminal state (or gone from the index);
 - resume: the run is running again (``running`` or ``waiting``; ``completed`` counts too);
+- retry: the same for the run that carries the work (the new run after a fork, which may
+  not be in the view yet when the command answers);
 - decide: the interrupt is no longer pending (decided or withdrawn: consumed).
 
 Targets still short of their effect when the time is up are ``timed out`` (exit 7).
@@ -62,6 +64,7 @@ DONE_WORD = {
     "cancel": "ended",
     "terminate": "ended",
     "decide": "consumed",
+    "retry": "running",
 }
 
 
@@ -96,6 +99,8 @@ def check_target(view: FleetView, action: str, target: str) -> Waited | None:
             return Waited(target, done, True, "gone")
         return None if intr.status == "pending" else Waited(target, done, True, intr.status)
     run = view.runs.get(target)
+    if run is None and action == "retry":
+        return None  # a new run shows up with the gateway's next event about it
     if run is None:
         ended = action in ("cancel", "terminate")
         return Waited(target, done if ended else "gone", ended, "gone")
@@ -116,7 +121,7 @@ def check_target(view: FleetView, action: str, target: str) -> Waited | None:
                 return Waited(target, "leak suspected: " + ", ".join(leaked), False, state.value)
             return Waited(target, done, True, state.value)
         return None
-    # resume
+    # resume, retry
     if state in (RunState.RUNNING, RunState.WAITING, RunState.COMPLETED):
         return Waited(target, done, True, state.value)
     if state.terminal:

@@ -35,10 +35,11 @@ from console.gateway.protocol import (
     error_frame,
 )
 from console.gateway.refusals import RefusalLedger
+from console.gateway.retry_commands import RetryRefusal
 from console.gateway.settings import GatewaySettings
 from console.gateway.socket import GatewaySocket
 from console.gateway.webhooks import Webhooks
-from console.model import Role, Run, utcnow
+from console.model import Action, Role, Run, utcnow
 from console.run_filter import listed_runs
 
 log = logging.getLogger("irq.gateway")
@@ -150,6 +151,8 @@ class ClientRequests:
         if q.what == "plan":
             if q.action is None or not q.targets:
                 raise FrameError("invalid", "plan needs 'action' and 'targets'", q.id)
+            if q.action is Action.RETRY:
+                return await self.retry_plan(q)
             return self.executor.plan_for(q.action, q.targets).contract()
         # run detail
         if not q.run_id:
@@ -158,6 +161,17 @@ class ClientRequests:
         if run is None:
             raise FrameError("not_found", f"no such run: {q.run_id}", q.id)
         return await self.run_detail(run, now)
+
+    async def retry_plan(self, q: Query) -> dict[str, Any]:
+        """A retry's plan needs the backend (its steps): one run at a time; a run that cannot
+        be retried is an error frame naming why (``conflict`` for a running run: exit 4)."""
+        assert q.targets is not None
+        if len(q.targets) != 1:
+            raise FrameError("invalid", "a retry plan is for one run at a time", q.id)
+        planned = await self.executor.retries.plan_for(q.targets[0], q.from_step)
+        if isinstance(planned, RetryRefusal):
+            raise FrameError(planned.error, planned.detail, q.id)
+        return planned.contract()
 
     def listing(self, q: Query, now: datetime) -> dict[str, Any]:
         """``irq runs``: the runs' contracts, filtered and sorted here, and the backends'

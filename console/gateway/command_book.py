@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from backend_adapters.base import ActionOutcome, BackendError
+from backend_adapters.base import BackendError
 from console.gateway.auth import Principal
 from console.gateway.hub import Hub
 from console.gateway.journal_store import AlsoWrite, CommandRow, JournalStore, Settlement
@@ -24,6 +24,9 @@ from console.gateway.refusals import RefusalLedger
 from console.model import ActionPlan, AuditEntry, CommandResult, Outcome, utcnow
 
 BACKEND_CALL_TIMEOUT_S = 30.0
+
+#: what an adapter call answers (an ActionOutcome; a RetryOutcome for retry)
+T = TypeVar("T")
 
 _ERROR_OUTCOME: dict[str, Outcome] = {"conflict": "conflict", "forbidden": "forbidden"}
 
@@ -159,8 +162,8 @@ class CommandBook:
         finally:
             self.inflight.discard((key, target))
 
-    async def call(self, attempt: Attempt, call: Coroutine[Any, Any, ActionOutcome],
-                   backend_name: str) -> CommandResult | ActionOutcome:
+    async def call(self, attempt: Attempt, call: Coroutine[Any, Any, T],
+                   backend_name: str) -> CommandResult | T:
         """The adapter's answer, or its failure as a result (an adapter bug must not take the
         gateway down)."""
         try:

@@ -26,6 +26,7 @@ from console.gateway.hub import Hub
 from console.gateway.journal_store import JournalStore
 from console.gateway.protocol import Command
 from console.gateway.refusals import RefusalLedger
+from console.gateway.retry_commands import RetryCommands
 from console.gateway.run_actions import RunActions
 from console.model import Action, ActionPlan, CommandResult, Decision, Role, Run
 
@@ -55,6 +56,7 @@ class CommandExecutor:
         self.actions = RunActions(hub, self.book, backends, self.governance,
                                   release_verify_s=release_verify_s)
         self.decisions = Decisions(hub, self.book, backends, self.governance)
+        self.retries = RetryCommands(hub, self.book, backends, self.governance)
 
     @property
     def unread(self) -> set[str]:
@@ -84,6 +86,8 @@ class CommandExecutor:
             decision = Decision.model_validate(cmd.decision.model_dump())
             return [await self.decisions.decide(cmd, who, cmd.targets[0], decision)]
         targets = dict.fromkeys(cmd.targets)
+        if cmd.action is Action.RETRY:
+            return list(await asyncio.gather(*(self.retries.run(cmd, who, t) for t in targets)))
         return list(await asyncio.gather(*(self.actions.run(cmd, who, t) for t in targets)))
 
     def _forbidden(self, cmd: Command, who: Principal) -> list[CommandResult]:
@@ -125,6 +129,8 @@ class CommandExecutor:
             who = Principal(row.identity, Role(row.role))
             if "decision" in row.payload:
                 done = await self.decisions.recover(row, who)
+            elif row.action == Action.RETRY.value:
+                done = await self.retries.recover(row, who)
             else:
                 done = await self.actions.recover(row, who)
             left += 0 if done else 1

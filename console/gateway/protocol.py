@@ -108,6 +108,8 @@ class Command(_Msg):
     reason: str = Field(default="", max_length=MAX_REASON_CHARS)
     dry_run: bool = False
     decision: DecisionBody | None = None
+    #: retry: the first step to run again (a step's name or index; None: the failed step)
+    from_step: str | None = Field(default=None, max_length=256)
 
 
 class Query(_Msg):
@@ -120,6 +122,7 @@ class Query(_Msg):
     state: Literal["open", "fulfilled", "overdue", "waived"] | None = None  # obligations
     action: Action | None = None
     targets: list[str] | None = Field(default=None, max_length=MAX_TARGETS)
+    from_step: str | None = Field(default=None, max_length=256)  # plan of a retry
     limit: int = Field(default=100, ge=1, le=10_000)
     target_prefix: str | None = None
     since: datetime | None = None  # audit: entries at or after this time

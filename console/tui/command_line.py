@@ -30,6 +30,7 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec("cancel", ":cancel [RUN...]", "cancel runs (graceful)", (), True),
     CommandSpec("terminate", ":terminate [RUN...]", "terminate runs (no cleanup)", ("kill",),
                 True),
+    CommandSpec("retry", ":retry [RUN]", "retry a failed run from its failed step", (), True),
     CommandSpec("approve", ":approve [INTERRUPT]", "approve as proposed", (), True),
     CommandSpec("edit", ":edit [INTERRUPT]", "approve with edited arguments", (), True),
     CommandSpec("reject", ":reject [INTERRUPT]", "reject with feedback", (), True),

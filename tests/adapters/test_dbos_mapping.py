@@ -39,7 +39,7 @@ def row(fid: int, name: str, output: object = None, error: object = None) -> dic
         ("PENDING", False, "cancel", RunState.CANCELLING),
         ("SUCCESS", False, None, RunState.COMPLETED),
         ("ERROR", False, None, RunState.FAILED),
-        ("MAX_RECOVERY_ATTEMPTS_EXCEEDED", False, None, RunState.FAILED),
+        ("MAX_RECOVERY_ATTEMPTS_EXCEEDED", False, None, RunState.GIVEN_UP),
         ("CANCELLED", True, "pause", RunState.PAUSED),
         ("CANCELLED", False, None, RunState.CANCELLED),
     ],

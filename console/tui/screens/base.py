@@ -32,6 +32,7 @@ RUN_ACTIONS: dict[str, Action] = {
     "resume": Action.RESUME,
     "cancel": Action.CANCEL,
     "terminate": Action.TERMINATE,
+    "retry": Action.RETRY,
 }
 DECISIONS: dict[str, DecisionKind] = {
     "approve": DecisionKind.APPROVE,
@@ -54,6 +55,7 @@ RUN_BINDINGS = [
     Binding("r", "resume", "resume", id="resume"),
     Binding("c", "cancel", "cancel", id="cancel"),
     Binding("x", "terminate", "kill", id="terminate"),
+    Binding("R", "retry", "retry", id="retry"),
 ]
 DECISION_BINDINGS = [
     Binding("a", "approve", "approve", id="approve"),
@@ -236,6 +238,10 @@ class ViewScreen(Screen[None]):
 
     def action_terminate(self) -> None:
         self._run_action("terminate")
+
+    def action_retry(self) -> None:
+        """Retry one run (the first selected): its plan is per run (which steps it kept)."""
+        self.request_action(Action.RETRY, self.selected_run_ids()[:1])
 
     def action_approve(self) -> None:
         self._decide("approve")

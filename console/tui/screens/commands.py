@@ -37,7 +37,7 @@ def run_command(screen: ViewScreen, line: str) -> None:
         run_id = resolve_run(app, cmd.args[0])
         if run_id:
             app.open_run(run_id)
-    elif name in ("pause", "resume", "cancel", "terminate"):
+    elif name in ("pause", "resume", "cancel", "terminate", "retry"):
         targets = [resolve_run(app, a) for a in cmd.args] if cmd.args \
             else screen.selected_run_ids()
         if all(targets) and targets:

@@ -28,8 +28,9 @@ class FleetScreen(ViewScreen):
     VIEW_NAME = "fleet"
 
     BINDINGS = [
-        *RUN_BINDINGS,
-        *(replace(b, show=False) for b in DECISION_BINDINGS),  # footer room: see ? and ^p
+        # footer room at 80 columns: retry (R) and the decisions are in ? and ^p
+        *(replace(b, show=False) if b.action == "retry" else b for b in RUN_BINDINGS),
+        *(replace(b, show=False) for b in DECISION_BINDINGS),
         Binding("s", "sort_next", "sort", id="sort"),
         Binding("S", "sort_reverse", "reverse sort", show=False, id="sort_reverse"),
         COPY_ID_BINDING,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from console.model import ActionPlan, PlannedResource
+from console.model import Action, ActionPlan, PlannedResource
 from console.terminal_text import terminal_safe
 from console.tui.state_display import UNICODE, GlyphSet
 
@@ -42,8 +42,15 @@ def plan_text(plan: ActionPlan, g: GlyphSet = UNICODE, *, targets: bool = True) 
         line("at risk", _resources(plan.resources_at_risk, many), "bold red")
     if not (plan.resources_kept or plan.resources_released or plan.resources_at_risk):
         line("resources", "none held")
+    for step in plan.steps_kept:
+        line("keeps", f"step {step} (journaled result reused)", "green")
     for step in plan.will_rerun:
-        line("re-runs", f"{step} (in flight: at-least-once)", "yellow")
+        if plan.action is Action.RETRY:
+            line("re-runs", f"step {step}", "yellow")
+        else:
+            line("re-runs", f"{step} (in flight: at-least-once)", "yellow")
+    for effect in plan.unjournaled_effects:
+        line("twice", effect, "bold red")  # side effects outside the journal happen again
     for warning in plan.warnings:
         out.append(f"{g.stale} warning ", style="bold red")
         out.append(terminal_safe(warning) + "\n", style="red")

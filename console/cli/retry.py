@@ -1,0 +1,144 @@
+"""``irq retry RUN [--from STEP]``: re-run a failed, given-up, cancelled or terminated run
+from its failed step (or STEP), keeping the journaled results before it.
+
+Shows the plan first (steps kept, steps that run again, side effects that happen twice),
+confirms (default No), sends one command whose key is the backend's request id, prints the
+result and, with ``--wait``, follows the run that carries the work (the new run after a fork)
+until it runs. A run that cannot be retried (still running, paused, ...) exits 4 with what to
+do instead; the gateway decides that (console/retry_rules.py), the CLI only shows it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from console.cli.completion import complete_run_ids
+from console.cli.confirm import ask_or_stop, refuse_unconfirmable
+from console.cli.exits import ExitCode, fail
+from console.cli.options import (
+    ContextOption,
+    DryRunOption,
+    KeyOption,
+    OutputOption,
+    ReasonOption,
+    TokenOption,
+    UrlOption,
+    WaitOption,
+    YesOption,
+)
+from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
+from console.cli.results import print_results, render_plan
+from console.cli.session import connection_of, expand_run_id, with_gateway
+from console.cli.wait import refuse_bad_wait
+
+if TYPE_CHECKING:
+    from console.cli.wait import Waited
+    from console.client import GatewayClient
+    from console.config import Connection
+    from console.model import CommandResult
+
+RetryRunArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Run id, native id, or an unambiguous prefix of them.",
+        show_default=False,
+        metavar="RUN",
+        autocompletion=complete_run_ids,
+    ),
+]
+FromStepOption = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        metavar="STEP",
+        help="The first step to run again: its name or its index in `irq show RUN` "
+        "(default: the step that failed). Steps before it keep their journaled results.",
+        show_default=False,
+    ),
+]
+
+
+async def _plan(client: GatewayClient, query: str, from_step: str | None
+                ) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
+    target = expand_run_id(client.view, query)
+    plan = await client.query("plan", action="retry", targets=[target], from_step=from_step)
+    if not isinstance(plan, dict):
+        fail(ExitCode.FAILED, "the gateway answered nonsense to a retry plan query")
+    run = client.view.runs.get(target)
+    return target, plan, ({target: run.contract()} if run is not None else {})
+
+
+def _next_steps(target: str, results: list[CommandResult]) -> list[str]:
+    applied = [r for r in results if r.outcome == "applied"]
+    if not applied:
+        return []
+    carrier = applied[0].new_run_id or target
+    return [f"irq show {carrier}", f"irq audit --target {target}"]
+
+
+def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str, yes: bool,
+              dry_run: bool, key: str | None, output: OutputFormat,
+              wait_s: float | None) -> None:
+    refuse_unconfirmable(conn, "retry", yes=yes, dry_run=dry_run)
+    if dry_run or not yes:
+        target, plan, runs = with_gateway(conn, lambda c: _plan(c, run, from_step))
+        if dry_run:
+            emit(output, plan, lambda: render_plan(plan, stdout_console(), runs=runs))
+            if output is OutputFormat.TEXT:
+                step = f" --from {plan['from_step']}" if plan.get("from_step") else ""
+                suggest([f"irq retry {target}{step} --reason TEXT"])
+            return
+        render_plan(plan, stderr_console(), runs=runs)
+        ask_or_stop(f"retry {target}?")
+        run = target
+
+    async def act(client: GatewayClient) -> list[CommandResult]:
+        target = expand_run_id(client.view, run)
+        return await client.command("retry", [target], reason=reason, key=key,
+                                    from_step=from_step)
+
+    if wait_s is not None:  # subscribed: wait for the run that carries the work
+        from console.cli.bulk import finish
+        from console.cli.wait import wait_for_effects
+
+        async def act_and_wait(client: GatewayClient) -> tuple[list[CommandResult],
+                                                               list[Waited]]:
+            results = await act(client)
+            carriers = [r.new_run_id or r.target for r in results if r.outcome == "applied"]
+            return results, await wait_for_effects(client, "retry", carriers, wait_s)
+
+        results, waited = with_gateway(conn, act_and_wait, subscribe=True)
+        finish("retry", results, waited, output, _next_steps(run, results))
+        return
+
+    results = with_gateway(conn, act)
+    code = print_results(results, output)
+    if output is OutputFormat.TEXT:
+        suggest(_next_steps(run, results))
+    if code is not ExitCode.OK:
+        raise typer.Exit(int(code))
+
+
+def retry_command(
+    ctx: typer.Context,
+    run: RetryRunArgument,
+    from_step: FromStepOption = None,
+    wait: WaitOption = None,
+    reason: ReasonOption = "",
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
+    key: KeyOption = None,
+    output: OutputOption = OutputFormat.TEXT,
+    url: UrlOption = None,
+    token: TokenOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Retry a failed, given-up, cancelled or terminated run from its failed step (or
+    --from STEP), keeping the journaled results before it; side effects outside the journal
+    happen twice (the plan lists them)."""
+    refuse_bad_wait(wait)
+    conn = connection_of(ctx, url, token, context)
+    retry_run(conn, run, from_step=from_step, reason=reason, yes=yes, dry_run=dry_run,
+              key=key, output=output, wait_s=wait)
