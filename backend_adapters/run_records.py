@@ -11,7 +11,7 @@ from typing import Any, Literal, TypedDict
 
 #: where an agent helper says its run is (its heartbeats and reports)
 Phase = Literal["running", "waiting", "paused", "cancelled", "completed", "failed"]
-IntentAction = Literal["pause", "cancel", "resume"]
+IntentAction = Literal["pause", "cancel", "resume", "retry"]
 
 
 class Intent(TypedDict, total=False):
