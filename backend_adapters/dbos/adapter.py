@@ -47,6 +47,7 @@ class DBOSBackend:
         finished_limit: int = 200,
         rescan_s: float = 60.0,
         call_timeout_s: float = 15.0,
+        no_workers_s: float = 30.0,
     ) -> None:
         self.context = context
         self.url = location.display
@@ -59,6 +60,7 @@ class DBOSBackend:
             lookback_s=lookback_s,
             finished_limit=finished_limit,
             rescan_s=rescan_s,
+            no_workers_s=no_workers_s,
         )
         self._actions = DBOSActions(self._database, ledger, context=context)
         self._decisions = DBOSDecisionDelivery(self._database, ledger, context=context)
@@ -186,6 +188,7 @@ def from_url(parsed: BackendURL, ledger: PauseLedger) -> DBOSBackend:
         finished_limit=int(number("finished_limit", 200)),
         rescan_s=number("rescan_s", 60.0),
         call_timeout_s=number("call_timeout_s", 15.0),
+        no_workers_s=number("no_workers_s", 30.0),
     )
 
 

@@ -33,6 +33,7 @@ from backend_adapters.dbos.mapping import (
     run_from_status,
 )
 from backend_adapters.dbos.native_waits import is_helper_wait, message_interrupt, wait_notes
+from backend_adapters.dbos.queue_health import NO_WORKERS_S, QueueHealth, recovery_retry
 from backend_adapters.dbos.system_database import LIST, SystemDatabase
 from backend_adapters.dbos.system_tables import PendingRecv, event_values, pending_recvs
 from console.model import Interrupt, JournalStep, Run
@@ -63,8 +64,10 @@ class DBOSObserver:
         lookback_s: float,
         finished_limit: int,
         rescan_s: float,
+        no_workers_s: float = NO_WORKERS_S,
     ) -> None:
         self._database = database
+        self._queues = QueueHealth(context, threshold_s=no_workers_s)
         self._ledger = ledger
         self._context = context
         self._lookback_s = lookback_s
@@ -191,6 +194,7 @@ class DBOSObserver:
         run = run_from_status(
             status, context=self._context, paused=self._is_paused(status), interrupt=interrupt
         )
+        run.retrying = run.retrying or recovery_retry(status)
         if event is not None and interrupt is None:
             run.warnings.append(f"malformed {EVENT_INTERRUPT} event: {str(event)[:200]}")
         return run, interrupt
@@ -215,7 +219,9 @@ class DBOSObserver:
         parked = [s.workflow_id for s in statuses if self._may_wait_natively(s)]
         waits = await self._database.call(self._waits_sync, parked) if parked else {}
         failures = await self._failures(statuses)
-        observation = Observation()
+        observation = Observation(
+            conditions=self._queues.conditions([*listing.active, *listing.finished])
+        )
         for status in statuses:
             run, interrupt = self._to_run(status, events.get(status.workflow_id))
             _add_failure(run, failures.get(status.workflow_id))

@@ -6,8 +6,9 @@ behaviour in ``docs/backends/langgraph.md``; conventions in ``conventions.py`` a
 
 :class:`LangGraphBackend` composes the parts, one module each: ``observer.py`` (polls, runs,
 journals; static breakpoints in ``breakpoints.py``), ``actions.py`` (pause / resume /
-cancel), ``decision_delivery.py`` (decide; a breakpoint's in ``breakpoint_delivery.py``), with
-the thread reads they share in ``thread_reads.py``.
+cancel), ``retry.py`` (fork from a checkpoint), ``decision_delivery.py`` (decide; a
+breakpoint's in ``breakpoint_delivery.py``), with the thread reads they share in
+``thread_reads.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from backend_adapters.base import (
     Observation,
     PauseLedger,
     Unreachable,
-    Unsupported,
 )
 from backend_adapters.langgraph.actions import LangGraphActions
 from backend_adapters.langgraph.breakpoint_delivery import BreakpointDelivery
@@ -34,6 +34,7 @@ from backend_adapters.langgraph.conventions import BACKEND
 from backend_adapters.langgraph.decision_delivery import LangGraphDecisionDelivery
 from backend_adapters.langgraph.http_api import AgentServerHttp
 from backend_adapters.langgraph.observer import LangGraphObserver
+from backend_adapters.langgraph.retry import AgentServerRetry
 from backend_adapters.langgraph.thread_reads import ThreadReads
 from backend_adapters.url_params import http_target, reject_unknown, take_number
 from backend_adapters.url_secrets import take_headers, take_secret
@@ -77,6 +78,7 @@ class LangGraphBackend:
             finished_limit=finished_limit,
             checkpointer=checkpointer,
         )
+        self._retry = AgentServerRetry(http, threads)
         self._actions = LangGraphActions(http, threads, ledger, context=context, verify_s=verify_s)
         self._decisions = LangGraphDecisionDelivery(
             http,
@@ -150,7 +152,9 @@ class LangGraphBackend:
         )
 
     async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
-        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
+        """A fork from the checkpoint before the failed node (or ``from_step``: a node, or a
+        journal step number): ``retry.py``."""
+        return await self._retry.plan(native_id, from_step)
 
     async def retry(
         self,
@@ -161,7 +165,9 @@ class LangGraphBackend:
         reason: str,
         identity: str,
     ) -> RetryOutcome:
-        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
+        return await self._retry.retry(
+            native_id, from_step, request_id=request_id, reason=reason, identity=identity
+        )
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> Backend:

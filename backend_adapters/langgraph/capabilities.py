@@ -51,6 +51,23 @@ LANGGRAPH_CAPABILITIES = Capabilities(
                 'POST /threads/{tid}/state {"values": null, "as_node": "__end__"} (waiting)',
             ),
         ),
+        Action.RETRY: ActionCapability(
+            supported=True,
+            native=True,
+            meaning=(
+                "fork from a checkpoint (time travel): a new run on the same thread from the "
+                "checkpoint before the failed node (default) or before a chosen node / at a "
+                "journal step; nodes before it keep their results, it and the nodes after it "
+                "run again. LangGraph journals results, not side effects: every re-run node's "
+                "calls happen again. Refused while the thread runs or waits for a decision"
+            ),
+            operations=(
+                "POST /threads/{tid}/history (the checkpoints)",
+                "PATCH /threads/{tid} (metadata irq_intent=retry)",
+                'POST /threads/{tid}/runs {"checkpoint_id", "input": null, '
+                '"multitask_strategy": "reject", "metadata": {"irq_retry_id": KEY}}',
+            ),
+        ),
         Action.TERMINATE: ActionCapability(
             supported=False,
             native=False,

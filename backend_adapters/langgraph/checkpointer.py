@@ -22,6 +22,9 @@ What it can and cannot know (no server holds the runs):
   checkpoint metadata, which is how a re-driven command is found); the same checks as on the
   Agent Server (shape, allowed decisions, schema, pending right before sending, one resume
   per thread at a time in this gateway).
+- ``retry`` forks a failed thread from a checkpoint (``retry.py``) by invoking the graph in
+  the gateway process with ``checkpoint_id`` and input None; irq's ``irq_retry_id`` lands in
+  the new checkpoints' metadata, so the same command twice runs once.
 - pause, resume, cancel, terminate: unsupported (stop or restart the process that runs it).
 """
 
@@ -58,12 +61,20 @@ from backend_adapters.langgraph.conventions import (
     META_COMMAND,
     META_DECISION,
     META_INTERRUPT,
+    META_RETRY,
 )
 from backend_adapters.langgraph.interrupt_shapes import (
     ShapeError,
     interrupt_from_value,
     refuse_langgraph_decision,
     resume_value,
+)
+from backend_adapters.langgraph.retry import (
+    checkpoint_of,
+    current_branch,
+    failure_of,
+    plan_retry,
+    refuse_while_active,
 )
 from backend_adapters.langgraph.state_mapping import (
     interrupts_of,
@@ -93,6 +104,18 @@ CHECKPOINTER_CAPABILITIES = Capabilities(
     actions={
         action: ActionCapability(supported=False, native=False, meaning=_NO_SERVER)
         for action in (Action.PAUSE, Action.RESUME, Action.CANCEL, Action.TERMINATE)
+    }
+    | {
+        Action.RETRY: ActionCapability(
+            supported=True,
+            native=True,
+            meaning=(
+                "fork a failed thread from a checkpoint: the graph runs again in the gateway "
+                "process from the checkpoint before the failed node (or a chosen node / "
+                "journal step); every re-run node's side effects happen again"
+            ),
+            operations=("graph.invoke(None, {thread_id, checkpoint_id})",),
+        )
     },
     decisions=tuple(DecisionKind),
     native_heartbeats=False,
@@ -327,7 +350,9 @@ class CheckpointerBackend:
             "metadata": {"graph_id": self._graph_name},
             "created_at": snap.created_at,
             "updated_at": snap.created_at,
+            "state_updated_at": snap.created_at,  # the newest checkpoint: Run.last_step_at
             "next": list(snap.next),
+            "latest": _snapshot_dict(snap),
         }
 
     def _observe_sync(self) -> list[dict[str, Any]]:
@@ -336,10 +361,14 @@ class CheckpointerBackend:
     def _to_run(self, thread: dict[str, Any]) -> tuple[Run, list[Interrupt]]:
         run_id = self.run_id(thread["thread_id"])
         interrupts = interrupts_of(thread, run_id=run_id)
-        run = run_from_thread(
-            thread, context=self.context, checkpointer=self._store.kind, interrupts=interrupts
+        failure = (
+            failure_of([checkpoint_of(thread["latest"])]) if thread["status"] == "error" else None
         )
-        run.action_notes = {}
+        run = run_from_thread(
+            thread, context=self.context, checkpointer=self._store.kind, interrupts=interrupts,
+            failure=failure,
+        )
+        run.action_notes = {a: n for a, n in run.action_notes.items() if a is Action.RETRY}
         if thread["status"] == "busy":
             run.native_state = f"next: {', '.join(thread['next'])}"
             run.warnings.append(
@@ -365,24 +394,8 @@ class CheckpointerBackend:
         return self._to_run(await self._call(self._known, native_id))[0]
 
     def _history(self, tid: str) -> list[dict[str, Any]]:
-        out = []
-        for snap in self._open().get_state_history({"configurable": {"thread_id": tid}}):
-            out.append(
-                {
-                    "metadata": dict(snap.metadata or {}),
-                    "created_at": snap.created_at,
-                    "tasks": [
-                        {
-                            "name": t.name,
-                            "error": t.error,
-                            "interrupts": [{"id": i.id} for i in t.interrupts],
-                            "result": t.result,
-                        }
-                        for t in snap.tasks
-                    ],
-                }
-            )
-        return out
+        config = {"configurable": {"thread_id": tid}}
+        return [_snapshot_dict(s) for s in self._open().get_state_history(config)]
 
     def _journal_sync(self, tid: str) -> list[JournalStep]:
         thread = self._known(tid)
@@ -487,13 +500,17 @@ class CheckpointerBackend:
                               config: dict[str, Any]) -> threading.Thread:
         from langgraph.types import Command
 
+        return self._run_in_background(tid, Command(resume={native_id: value}), config)
+
+    def _run_in_background(self, tid: str, payload: Any,
+                           config: dict[str, Any]) -> threading.Thread:
         graph = self._open()
 
         def run() -> None:
             try:
-                graph.invoke(Command(resume={native_id: value}), config)
+                graph.invoke(payload, config)
             except Exception:
-                log.exception("resuming thread %s failed", tid)
+                log.exception("running thread %s failed", tid)
             finally:
                 self._resuming.discard(tid)
 
@@ -525,8 +542,33 @@ class CheckpointerBackend:
         operation = f"{self._graph_name}.invoke(Command(resume={{interrupt id: value}}))"
         return ActionOutcome(detail=detail, operations=[operation])
 
+    def _retry_sync(
+        self, tid: str, from_step: str | None, key: str | None, identity: str
+    ) -> tuple[RetryPlan, dict[str, Any]] | RetryOutcome:
+        """The plan and the config a fork runs with; or, for a command already run, what it
+        did (its key is in the metadata of the checkpoints it wrote)."""
+        if tid in self._resuming:
+            raise Conflict(f"thread {tid} is being resumed by this gateway: wait for it")
+        thread = self._known(tid)
+        history = self._history(tid)
+        if key and any(h["metadata"].get(META_RETRY) == key for h in history):
+            return RetryOutcome(detail="already retried with this command; nothing run")
+        refuse_while_active(tid, thread)
+        plan, chosen = plan_retry(
+            current_branch(history),
+            from_step,
+            operations=[f"{self._graph_name}.invoke(None, checkpoint_id) in the gateway process"],
+        )
+        config = {
+            "configurable": {"thread_id": tid, "checkpoint_id": chosen.id},
+            "metadata": {META_RETRY: key, META_BY: identity},
+        }
+        return plan, config
+
     async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
-        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
+        prepared = await self._call(self._retry_sync, native_id, from_step, None, "")
+        assert not isinstance(prepared, RetryOutcome)
+        return prepared[0]
 
     async def retry(
         self,
@@ -537,7 +579,47 @@ class CheckpointerBackend:
         reason: str,
         identity: str,
     ) -> RetryOutcome:
-        raise Unsupported("retry is not implemented for langgraph yet", target=native_id)
+        prepared = await self._call(
+            self._retry_sync, native_id, from_step, request_id, identity
+        )
+        if isinstance(prepared, RetryOutcome):
+            return prepared
+        plan, config = prepared
+        self._resuming.add(native_id)
+        worker = self._run_in_background(native_id, None, config)
+        await asyncio.to_thread(worker.join, self._follow_s)
+        state = "still running" if worker.is_alive() else "the graph stopped or finished"
+        return RetryOutcome(
+            detail=(
+                f"re-running {', '.join(plan.will_rerun)} from checkpoint "
+                f"{config['configurable']['checkpoint_id']} in the gateway process; {state}"
+            ),
+            operations=plan.operations,
+        )
+
+def _snapshot_dict(snap: Any) -> dict[str, Any]:
+    """A ``StateSnapshot`` shaped like one entry of the Agent Server's ``/history``."""
+    parent = (snap.parent_config or {}).get("configurable", {})
+    return {
+        "checkpoint": snap.config.get("configurable", {}).get("checkpoint_id"),
+        "parent_checkpoint": parent.get("checkpoint_id"),
+        "metadata": dict(snap.metadata or {}),
+        "created_at": snap.created_at,
+        "next": list(snap.next),
+        "tasks": [
+            {
+                "name": t.name,
+                # a checkpointer keeps the error as its repr string; a live one is the exception
+                "error": (t.error if isinstance(t.error, str) else repr(t.error))
+                if t.error
+                else None,
+                "interrupts": [{"id": i.id} for i in t.interrupts],
+                "result": t.result,
+            }
+            for t in snap.tasks
+        ],
+    }
+
 
 def sqlite_path(target: str) -> Path:
     """``sqlite:////abs/file`` or ``sqlite:///abs/file`` (an existing absolute file wins over

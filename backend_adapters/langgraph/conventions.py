@@ -4,12 +4,14 @@ LangGraph has interrupts (``interrupt()``) and durable checkpoints natively; irq
 what it lacks (``docs/backends/langgraph.md``):
 
 - **Thread metadata** (``PATCH /threads/{tid}``, merged): ``irq_intent`` =
-  ``{action: pause|cancel|resume, by, reason, at}``, written by the console *before* it stops
+  ``{action: pause|cancel|resume|retry, by, reason, at}``, written by the console *before* it stops
   or continues a thread. A cancelled run leaves its thread ``interrupted`` exactly like a
   pause does (``error: UserInterrupt``, no interrupts), so the intent is what tells them apart.
 - **Run metadata** of every resume irq sends: ``irq_command_id`` (the idempotency key),
   ``irq_interrupt_id``, ``irq_decision`` (the kind), ``irq_by``. The run keeps them, so a
   decision re-driven after a gateway crash finds its own run and is not sent twice.
+- **Run metadata** of every retry irq sends (a fork from a checkpoint): ``irq_retry_id`` (the
+  command's idempotency key) and ``irq_by``: a repeated retry finds its run and sends nothing.
 - **Thread metadata** ``irq_breakpoint`` = ``{checkpoint, command, decision, by, feedback}``,
   written before irq edits or ends a thread stopped at a static breakpoint (an edit, a
   reject): the state update leaves no run to carry the command id, so this record is how a
@@ -33,6 +35,8 @@ META_COMMAND = "irq_command_id"
 META_INTERRUPT = "irq_interrupt_id"
 META_DECISION = "irq_decision"
 META_BY = "irq_by"
+#: run metadata of a retry irq sent (a fork from a checkpoint): the command's idempotency key
+META_RETRY = "irq_retry_id"
 #: thread metadata: the breakpoint decision irq is applying (edit / reject)
 META_BREAKPOINT = "irq_breakpoint"
 

@@ -9,24 +9,27 @@ from backend_adapters.base import Observation, PauseLedger
 from backend_adapters.langgraph.breakpoints import BreakpointReads
 from backend_adapters.langgraph.conventions import BACKEND
 from backend_adapters.langgraph.http_api import AgentServerHttp
+from backend_adapters.langgraph.retry import checkpoint_of, failure_of
 from backend_adapters.langgraph.state_mapping import (
     decisions_from_runs,
     interrupts_of,
     journal_from_history,
     may_be_at_breakpoint,
     metadata_of,
+    parse_time,
     pending_interrupts,
     run_from_thread,
 )
 from backend_adapters.langgraph.thread_reads import ThreadReads
 from console.model import Interrupt, JournalStep, Run
+from console.run_facts import RunError
 
 #: second reads (stopped, failed, at a breakpoint) one poll sends at a time
 READS_IN_FLIGHT = 8
 
-#: what a thread needed beyond its first read: its latest run (failed threads) and its
-#: static breakpoint item (threads stopped without an interrupt value)
-_Extras = tuple[dict[str, Any] | None, Interrupt | None]
+#: what a thread needed beyond its first read: its latest run and its failure (failed
+#: threads), and its static breakpoint item (threads stopped without an interrupt value)
+_Extras = tuple[dict[str, Any] | None, Interrupt | None, RunError | None]
 
 
 class LangGraphObserver:
@@ -99,29 +102,35 @@ class LangGraphObserver:
         return full, extras
 
     async def _extras(self, full: dict[str, Any]) -> _Extras:
-        """For a failed thread its latest run (a poisoned resume carries irq's metadata); for
-        one stopped without an interrupt value, its static breakpoint if it is at one."""
+        """For a failed thread its latest run (a poisoned resume carries irq's metadata) and
+        the node that raised (its state's failed task: the thread's own error hides the
+        message); for one stopped without an interrupt value, its static breakpoint if it is
+        at one."""
         tid = str(full["thread_id"])
         if full.get("status") == "error":
-            runs = await self._http.runs(tid, limit=1)
-            return (runs[0] if runs else None), None
+            runs, state = await asyncio.gather(
+                self._http.runs(tid, limit=1), self._http.state(tid)
+            )
+            at = parse_time(full.get("state_updated_at") or full.get("updated_at"))
+            error = failure_of([checkpoint_of(state)], full.get("error"), at)
+            return (runs[0] if runs else None), None, error
         if may_be_at_breakpoint(full):
-            return None, await self._breakpoints.interrupt(full, run_id=self.run_id(tid))
-        return None, None
+            return None, await self._breakpoints.interrupt(full, run_id=self.run_id(tid)), None
+        return None, None, None
 
     async def _to_run(
         self, thread: dict[str, Any], *, full: bool = False
     ) -> tuple[Run, list[Interrupt]]:
         tid = str(thread["thread_id"])
         run_id = self.run_id(tid)
-        last_run, stop = None, None
+        last_run, stop, error = None, None, None
         needs_more = thread.get("status") == "error" or (
             thread.get("status") == "interrupted" and not pending_interrupts(thread)
         )
         if needs_more and not full:
-            thread, (last_run, stop) = await self._full_thread(thread)
+            thread, (last_run, stop, error) = await self._full_thread(thread)
         elif needs_more:
-            last_run, stop = await self._extras(thread)
+            last_run, stop, error = await self._extras(thread)
         interrupts = interrupts_of(thread, run_id=run_id) + ([stop] if stop else [])
         run = run_from_thread(
             thread,
@@ -130,6 +139,7 @@ class LangGraphObserver:
             checkpointer=self._checkpointer,
             interrupts=interrupts,
             last_run=last_run,
+            failure=error,
         )
         return run, interrupts
 
@@ -168,7 +178,13 @@ class LangGraphObserver:
 
     async def get_run(self, native_id: str) -> Run:
         thread = await self._threads.thread(native_id)
-        return (await self._to_run(thread, full=True))[0]
+        run = (await self._to_run(thread, full=True))[0]
+        if thread.get("status") == "busy":
+            # a busy thread's state_updated_at stays at the run's start; its newest
+            # checkpoint says when the last node finished (one read, for this run only)
+            state = await self._http.state(native_id)
+            run.last_step_at = parse_time(state.get("created_at")) or run.last_step_at
+        return run
 
     async def journal(self, native_id: str) -> list[JournalStep]:
         thread = await self._threads.thread(native_id)

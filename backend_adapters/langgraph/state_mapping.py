@@ -36,6 +36,7 @@ from backend_adapters.langgraph.conventions import (
 )
 from backend_adapters.langgraph.interrupt_shapes import interrupt_from_value
 from console.model import Action, Interrupt, InterruptKind, JournalStep, Run, RunState
+from console.run_facts import RunError
 
 PAUSE_NOTES = [
     "the Agent Server has no pause: irq cancels the run with action=interrupt, which keeps "
@@ -166,11 +167,15 @@ def run_from_thread(
     checkpointer: str | None = None,
     interrupts: Iterable[Interrupt] = (),
     last_run: Mapping[str, Any] | None = None,
+    failure: RunError | None = None,
 ) -> Run:
     """One thread (as ``/threads/search`` selects it, or ``GET /threads/{tid}``) as a Run.
 
     ``last_run``: the thread's latest Agent Server run, read for failed threads only (a
-    poisoned resume is recognised by irq's metadata on it)."""
+    poisoned resume is recognised by irq's metadata on it). ``failure``: a failed thread's
+    failure (the node that raised, ``retry.failure_of``); without it, the thread's own error.
+    ``last_step_at`` is ``state_updated_at``: the newest checkpoint's time once the thread
+    stopped (a busy thread's stays at its run's start: ``get_run`` reads its state)."""
     tid = str(thread["thread_id"])
     meta = metadata_of(thread)
     status = str(thread.get("status") or "")
@@ -202,6 +207,18 @@ def run_from_thread(
             )
     if state is RunState.FAILED:
         warnings.extend(_failure_warnings(tid, thread, last_run))
+        if failure is None:
+            raw = thread.get("error")
+            failure = RunError(
+                type=error_name(thread) or "error",
+                message=str(raw.get("message") or "") if isinstance(raw, dict) else str(raw or ""),
+                at=parse_time(thread.get("updated_at")),
+            )
+        notes[Action.RETRY] = [
+            f"forks the thread from the checkpoint before {failure.step or 'the failed node'}: "
+            "nodes before it keep their results; it and every node after it run again, with "
+            "their side effects (LangGraph does not journal them)"
+        ]
     details: dict[str, Any] = {
         "graph_id": meta.get("graph_id"),
         "assistant_id": meta.get("assistant_id"),
@@ -229,6 +246,8 @@ def run_from_thread(
         heartbeat_expected=status == "busy",
         checkpointer=checkpointer,
         action_notes=notes,
+        error=failure if state is RunState.FAILED else None,
+        last_step_at=parse_time(thread.get("state_updated_at")) or started,
         details=details,
     )
 

@@ -25,6 +25,7 @@ GRAPHS = {
     "picky": "./any_value_graph.py:picky",
     "two_interrupts": "./two_interrupts_graph.py:graph",
     "slow": "./slow_graph.py:graph",
+    "flaky": "./flaky_graph.py:graph",
     "helper_ask": "./helper_graphs.py:helper_ask",
     "helper_review": "./helper_graphs.py:helper_review",
     "helper_work": "./helper_graphs.py:helper_work",
