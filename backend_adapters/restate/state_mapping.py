@@ -31,6 +31,7 @@ from console.model import (
     RunState,
     utcnow,
 )
+from console.run_facts import RunError
 
 __all__ = [
     "JournalView",
@@ -129,17 +130,7 @@ def run_from_row(
             details["completion_failure"] = failure
     elif status == "paused":
         heartbeat_expected = False
-        if given_up(row, pause, paused_by_irq=paused_by_irq) and pause is not None:
-            state = RunState.GIVEN_UP
-            error = given_up_error(pause)
-            details["paused_because"] = pause.reason
-            warnings.append(
-                f"paused by Restate: {pause.reason}; irq retry resumes it from the failing "
-                "step"
-            )
-        else:
-            state = RunState.PAUSED
-            details["paused_because"] = _paused_because(pause, paused_by_irq)
+        state, error = _paused(row, pause, paused_by_irq, details, warnings)
     elif status == "backing-off":
         state = RunState.BACKING_OFF
         heartbeat_expected = False
@@ -200,6 +191,21 @@ def run_from_row(
         details={k: v for k, v in details.items() if v is not None},
     )
     return run, interrupts
+
+
+def _paused(
+    row: dict[str, Any], pause: PauseEvent | None, paused_by_irq: bool,
+    details: dict[str, Any], warnings: list[str],
+) -> tuple[RunState, RunError | None]:
+    """A ``paused`` invocation: given up by Restate (its retries ran out) or paused."""
+    if given_up(row, pause, paused_by_irq=paused_by_irq) and pause is not None:
+        details["paused_because"] = pause.reason
+        warnings.append(
+            f"paused by Restate: {pause.reason}; irq retry resumes it from the failing step"
+        )
+        return RunState.GIVEN_UP, given_up_error(pause)
+    details["paused_because"] = _paused_because(pause, paused_by_irq)
+    return RunState.PAUSED, None
 
 
 def _paused_because(pause: PauseEvent | None, paused_by_irq: bool) -> str:
