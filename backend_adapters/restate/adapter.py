@@ -26,13 +26,15 @@ from backend_adapters.base import (
     NotFound,
     Observation,
     PauseLedger,
-    Unsupported,
 )
 from backend_adapters.decision_refusal import refuse_decision
 from backend_adapters.restate.capabilities import RESTATE_CAPABILITIES
 from backend_adapters.restate.conventions import BACKEND, signal_index
+from backend_adapters.restate.deployment_health import DeploymentHealth
+from backend_adapters.restate.failures import PauseEvent, pause_event
 from backend_adapters.restate.http_api import RestateHttp
 from backend_adapters.restate.native_delivery import NativeDelivery
+from backend_adapters.restate.retry import RestateRetries
 from backend_adapters.restate.state_mapping import (
     JournalView,
     interrupt_of,
@@ -86,6 +88,11 @@ class RestateBackend:
         self._finished_limit = finished_limit
         self._verify_s = verify_s
         self._native = NativeDelivery(http, verify_s=verify_s)
+        self._retries = RestateRetries(http, self.get_run, verify_s=verify_s)
+        self._health = DeploymentHealth(http, context=context)
+        #: invocations irq paused that were seen paused: running again means someone resumed
+        #: them (not "pausing"), so irq's pause mark is over
+        self._seen_paused: set[str] = set()
 
     def run_id(self, native_id: str) -> str:
         return Run.make_id(BACKEND, self.context, native_id)
@@ -114,16 +121,32 @@ class RestateBackend:
             grouped.setdefault(str(row.get("id")), []).append(row)
         return {inv: read_journal(items) for inv, items in grouped.items()}
 
-    async def _pause_reasons(self, where: str) -> dict[str, str]:
+    async def _pause_events(self, where: str) -> dict[str, PauseEvent]:
+        """The newest ``Paused`` event of each invocation (why it paused)."""
         rows = await self._http.query(
             "SELECT id, event_type, event_json, appended_at FROM sys_journal_events WHERE "
             f"event_type = 'Paused' AND id IN (SELECT id FROM sys_invocation WHERE {where}) "
             "ORDER BY appended_at"
         )
-        out: dict[str, str] = {}
-        for row in rows:
-            out[str(row.get("id"))] = _pause_reason(row.get("event_json"))
-        return out
+        return {str(row.get("id")): pause_event(row) for row in rows}
+
+    def _irq_pause(self, inv: str, status: str) -> tuple[bool, bool]:
+        """(pause requested and not in effect yet, paused by irq) from the pause ledger."""
+        run_id = self.run_id(inv)
+        if not self._ledger.is_paused(run_id):
+            return False, False
+        if status == "paused":
+            self._seen_paused.add(inv)
+            return False, True
+        if status == "running" and inv not in self._seen_paused:
+            return True, False
+        self._forget_pause(inv)  # resumed, or over
+        return False, False
+
+    def _forget_pause(self, inv: str) -> None:
+        self._seen_paused.discard(inv)
+        if self._ledger.is_paused(self.run_id(inv)):
+            self._ledger.mark_paused(self.run_id(inv), False)
 
     async def _runs(
         self, where: str, *, limit: int | None = None
@@ -131,26 +154,32 @@ class RestateBackend:
         sql = f"SELECT {_COLUMNS} FROM sys_invocation WHERE {where} ORDER BY modified_at DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        rows, journals, reasons, services = await asyncio.gather(
+        rows, journals, pauses, services = await asyncio.gather(
             self._http.query(sql),
             self._journals(f"({where}) AND status <> 'completed'"),
-            self._pause_reasons(f"({where}) AND status = 'paused'"),
+            self._pause_events(f"({where}) AND status = 'paused'"),
             self._services(),
         )
+        # a failed invocation's journal says which step failed (only the listed ones)
+        failed = [str(r.get("id")) for r in rows if r.get("status") == "completed"
+                  and r.get("completion_result") == "failure"
+                  and not str(r.get("completion_failure") or "").startswith("[409]")]
+        if failed:
+            ids = ", ".join(_quote(i) for i in failed)
+            journals.update(await self._journals(f"id IN ({ids})"))
         out = []
         for row in rows:
             inv = str(row.get("id"))
-            requested = self._ledger.is_paused(self.run_id(inv))
-            if requested and row.get("status") != "running":
-                self._ledger.mark_paused(self.run_id(inv), False)  # in effect, or over
+            requested, by_irq = self._irq_pause(inv, str(row.get("status") or ""))
             out.append(
                 run_from_row(
                     row,
                     context=self.context,
                     journal=journals.get(inv),
-                    pause_reason=reasons.get(inv),
+                    pause=pauses.get(inv),
                     service=services.get(str(row.get("target_service_name"))),
                     pause_requested=requested,
+                    paused_by_irq=by_irq,
                 )
             )
         return out
@@ -165,6 +194,7 @@ class RestateBackend:
         for run, interrupts in [*active, *finished]:
             observation.runs.append(run)
             observation.interrupts.extend(interrupts)
+        observation.conditions.extend(await self._health.conditions([r for r, _ in active]))
         return observation
 
     async def _one(self, native_id: str) -> tuple[Run, list[Interrupt]]:
@@ -210,8 +240,10 @@ class RestateBackend:
         code, message = await self._http.control(native_id, "pause")
         if code == 409:
             raise Conflict(f"invocation {native_id}: {message}", target=native_id)
-        if status == "running":  # shown as pausing until the step in flight returns
-            self._ledger.mark_paused(self.run_id(native_id), True)
+        # irq's mark: shown as pausing until the step in flight returns, then paused by an
+        # operator, never "given up" (Restate's Paused event looks the same either way)
+        self._seen_paused.discard(native_id)
+        self._ledger.mark_paused(self.run_id(native_id), True)
         return ActionOutcome(
             detail=(
                 "paused"
@@ -231,6 +263,7 @@ class RestateBackend:
         code, message = await self._http.control(native_id, "resume")
         if code == 409:
             raise Conflict(f"invocation {native_id}: {message}", target=native_id)
+        self._forget_pause(native_id)
         return ActionOutcome(
             detail=f"resumed from {status}: runs now (completed ctx.run steps are replayed)",
             operations=[f"PATCH /invocations/{native_id}/resume -> {code}"],
@@ -241,6 +274,7 @@ class RestateBackend:
         code, message = await self._http.control(native_id, "cancel")
         if code == 409:
             raise Conflict(f"invocation {native_id}: {message}", target=native_id)
+        self._forget_pause(native_id)
         ops = [f"PATCH /invocations/{native_id}/cancel -> {code}"]
         detail = "cancel delivered: the handler sees TerminalError('cancelled')"
         if status == "backing-off":
@@ -253,6 +287,7 @@ class RestateBackend:
         code, message = await self._http.control(native_id, "kill")
         if code == 409:
             raise Conflict(f"invocation {native_id}: {message}", target=native_id)
+        self._forget_pause(native_id)
         return ActionOutcome(
             detail="killed: no cleanup ran; a running ctx.run body is not stopped",
             operations=[f"PATCH /invocations/{native_id}/kill -> {code}"],
@@ -315,7 +350,9 @@ class RestateBackend:
         raise NotFound(f"interrupt {interrupt.id} does not belong to restate:{self.context}")
 
     async def retry_plan(self, native_id: str, *, from_step: str | None) -> RetryPlan:
-        raise Unsupported("retry is not implemented for restate yet", target=native_id)
+        """Given up: resume in place from the failing step; failed, cancelled, killed (or
+        given up with another step chosen): restart as new from that step (retry.py)."""
+        return await self._retries.plan(native_id, from_step)
 
     async def retry(
         self,
@@ -326,23 +363,9 @@ class RestateBackend:
         reason: str,
         identity: str,
     ) -> RetryOutcome:
-        raise Unsupported("retry is not implemented for restate yet", target=native_id)
-
-
-def _pause_reason(raw: object) -> str:
-    import json
-
-    try:
-        event = json.loads(str(raw or "{}"))
-    except ValueError:
-        return "paused"
-    failure = event.get("last_failure") if isinstance(event, dict) else None
-    if isinstance(failure, dict):
-        text = failure.get("message") or failure.get("error_message") or failure
-        return f"retries exhausted: {text}"
-    if failure:
-        return f"retries exhausted: {failure}"
-    return "paused by an operator"
+        outcome = await self._retries.retry(native_id, from_step, request_id)
+        self._forget_pause(native_id)
+        return outcome
 
 
 def from_url(parsed: BackendURL, ledger: PauseLedger) -> RestateBackend:

@@ -55,6 +55,21 @@ RESTATE_CAPABILITIES = Capabilities(
             "the operator picks, called with an idempotency key derived from the decision's",
             ("POST /restate/awakeables/{awakeable_id}/resolve",),
         ),
+        Action.RETRY: ActionCapability(
+            True,
+            "an invocation Restate gave up on (paused after its retry policy ran out) is "
+            "resumed in place: the journaled ctx.run results are replayed and the failing "
+            "one runs again. A failed, cancelled or killed one (or a given-up one retried "
+            "from another step: killed first) is restarted as a new invocation from any "
+            "journal entry: the ctx.run results before it are copied, the rest runs again. "
+            "Code outside ctx.run is not journaled and runs again. Needs the journal: "
+            "Restate keeps it for journal_retention (1 day by default); workflows cannot be "
+            "restarted as new in 1.7",
+            ("PATCH /invocations/{id}/restart-as-new?from={entry}",),
+            operations_when=MappingProxyType(
+                {RunState.GIVEN_UP: ("PATCH /invocations/{id}/resume",)}
+            ),
+        ),
     },
     native_heartbeats=False,
     notes=(

@@ -140,3 +140,22 @@ class RestateHttp:
         except ValueError:
             pass
         return reply.status_code, message
+
+    async def restart_as_new(self, invocation_id: str, from_index: int) -> tuple[int, str]:
+        """``PATCH /invocations/{id}/restart-as-new?from=N``: a new invocation with the
+        journal entries 0..N (and the completions of the commands among them) copied.
+        (status code, the new invocation id on 200, else Restate's message)."""
+        reply = await self._send(
+            "PATCH",
+            f"{self.admin_url}/invocations/{invocation_id}/restart-as-new",
+            params={"from": str(from_index)},
+        )
+        try:
+            body = reply.json()
+        except ValueError:
+            return reply.status_code, reply.text[:300]
+        if not isinstance(body, dict):
+            return reply.status_code, reply.text[:300]
+        if reply.status_code == 200:
+            return 200, str(body.get("new_invocation_id") or "")
+        return reply.status_code, str(body.get("message") or reply.text[:300])

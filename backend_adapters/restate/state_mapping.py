@@ -10,6 +10,15 @@ from datetime import datetime
 from typing import Any
 
 from backend_adapters.restate.conventions import BACKEND, PublishedInterrupt
+from backend_adapters.restate.failures import (
+    PauseEvent,
+    completion_error,
+    first_line,
+    given_up,
+    given_up_error,
+    last_step_at,
+    step_retry,
+)
 from backend_adapters.restate.journal_view import JournalView, read_journal
 from backend_adapters.restate.native_waits import native_interrupts
 from backend_adapters.restate.row_values import parse_duration, parse_time
@@ -22,6 +31,7 @@ from console.model import (
     RunState,
     utcnow,
 )
+from console.run_facts import RunError
 
 __all__ = [
     "JournalView",
@@ -74,6 +84,12 @@ ACTION_NOTES: dict[Action, list[str]] = {
         "kill: no cleanup code runs, a running side effect is not stopped, resources marked "
         "release are at risk"
     ],
+    Action.RETRY: [
+        "given up: resume in place, the failing ctx.run runs again; failed, cancelled or "
+        "killed: restart-as-new from a journal entry, a new invocation that keeps the "
+        "ctx.run results before it",
+        "handler code outside ctx.run is not journaled: it runs again on every replay",
+    ],
 }
 
 
@@ -82,16 +98,20 @@ def run_from_row(
     *,
     context: str,
     journal: JournalView | None,
-    pause_reason: str | None,
+    pause: PauseEvent | None,
     service: dict[str, Any] | None,
     pause_requested: bool = False,
+    paused_by_irq: bool = False,
 ) -> tuple[Run, list[Interrupt]]:
+    """``pause_requested``: irq asked for a pause that is not in effect yet (pausing);
+    ``paused_by_irq``: a ``paused`` invocation is paused because irq asked (not given up)."""
     inv = str(row["id"])
     run_id = Run.make_id(BACKEND, context, inv)
     status = str(row.get("status") or "")
     details: dict[str, Any] = {"target": row.get("target"), "restate_status": status}
     warnings: list[str] = []
     interrupts: list[Interrupt] = []
+    error = completion_error(row, journal) if status == "completed" else None
     heartbeat_expected = True
     pending = journal.pending() if journal else []
     native = native_interrupts(row, journal, service, run_id=run_id) if journal else []
@@ -109,11 +129,8 @@ def run_from_row(
         if failure:
             details["completion_failure"] = failure
     elif status == "paused":
-        state = RunState.PAUSED
         heartbeat_expected = False
-        if pause_reason:
-            details["paused_because"] = pause_reason
-            warnings.append(f"paused by Restate: {pause_reason}; resume retries now")
+        state, error = _paused(row, pause, paused_by_irq, details, warnings)
     elif status == "backing-off":
         state = RunState.BACKING_OFF
         heartbeat_expected = False
@@ -123,7 +140,7 @@ def run_from_row(
         code = f" ({details['last_failure_code']})" if details["last_failure_code"] else ""
         warnings.append(
             f"backing off after attempt {row.get('retry_count') or '?'}: "
-            f"{_first_line(row.get('last_failure'))}{code}; next retry at "
+            f"{first_line(row.get('last_failure'))}{code}; next retry at "
             f"{row.get('next_retry_at') or '?'} (resume retries now)"
         )
     elif pause_requested and status == "running":
@@ -168,13 +185,34 @@ def run_from_row(
         version_pinned=True if pinned else None,
         checkpointer="restate",
         action_notes={a: list(n) for a, n in ACTION_NOTES.items()},
+        error=error,
+        retrying=step_retry(row, journal),
+        last_step_at=last_step_at(journal),
         details={k: v for k, v in details.items() if v is not None},
     )
     return run, interrupts
 
 
-def _first_line(failure: object) -> str:
-    """The failure's message without the handler's traceback (Restate appends it), capped:
-    a warning is one line in a table and a plan."""
-    lines = str(failure or "").strip().splitlines()
-    return lines[0][:300] if lines else "unknown failure"
+def _paused(
+    row: dict[str, Any], pause: PauseEvent | None, paused_by_irq: bool,
+    details: dict[str, Any], warnings: list[str],
+) -> tuple[RunState, RunError | None]:
+    """A ``paused`` invocation: given up by Restate (its retries ran out) or paused."""
+    if given_up(row, pause, paused_by_irq=paused_by_irq) and pause is not None:
+        details["paused_because"] = pause.reason
+        warnings.append(
+            f"paused by Restate: {pause.reason}; irq retry resumes it from the failing step"
+        )
+        return RunState.GIVEN_UP, given_up_error(pause)
+    details["paused_because"] = _paused_because(pause, paused_by_irq)
+    return RunState.PAUSED, None
+
+
+def _paused_because(pause: PauseEvent | None, paused_by_irq: bool) -> str:
+    if paused_by_irq:
+        return "paused by irq"
+    if pause is None or pause.failure is None:
+        return "paused by an operator"
+    # paused from outside irq while backing off: Restate writes the failure on that pause too
+    return "paused by an operator while backing off after: " + first_line(
+        pause.failure.get("error_message"))

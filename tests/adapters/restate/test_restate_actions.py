@@ -165,7 +165,9 @@ async def test_paused_by_restate_after_max_attempts_says_why_and_resume_retries_
     stack: RestateStack, adapter: RestateBackend
 ) -> None:
     inv = send(stack.server.ingress_url, "IrqFragile/call", {})
-    run = await until(adapter, inv, lambda r: r.state is RunState.PAUSED, "paused by Restate")
+    # Restate paused it because its retry policy ran out: given up, not an operator's pause
+    run = await until(adapter, inv, lambda r: r.state is RunState.GIVEN_UP, "given up by Restate")
+    assert run.error is not None and run.error.step == "call-psp"
     assert any(
         w.startswith("paused by Restate: retries exhausted") and "psp still unavailable" in w
         for w in run.warnings
