@@ -2,20 +2,19 @@
 ``key:value`` terms (pure: no UI, no transport).
 
 Examples: ``state:late``, ``state:late,lost``, ``backend:dbos``, ``ctx:prod``,
-``state:active`` (any non-terminal state), ``has:interrupt``, ``has:gpu`` (holds a resource
-of that kind or id), ``-state:completed``, ``name:deploy*``, ``resource:gpu*``,
+``state:active`` (any non-terminal state), ``state:failed`` / ``state:given_up`` (runs that
+failed, or that their engine stopped retrying), ``has:interrupt``, ``has:gpu`` (holds a
+resource of that kind or id), ``-state:completed``, ``name:deploy*``, ``resource:gpu*``,
 ``tool:deploy`` (inbox items: the interrupt's action), ``age>10m`` / ``age<30s`` (runs:
 heartbeat age, or time since the last update when there is no heartbeat; inbox items: time
 since the interrupt was raised), ``created>2h`` / ``created<10m`` (time since the run
-started; inbox items: their run's), ``version:2.3`` (the engine's application version, build
-or deployment the run was started on: ``Run.app_version``), ``error:timeout`` (a substring
-of the error type or message of a failed or given-up run), ``research gpu`` (every word must appear in the id, name,
-native state or step). Values are a comma-separated list (any may match); ``name:``,
-``resource:`` and ``tool:`` values are globs (``*``, ``?``) or, without glob characters,
-substrings; ``version:`` and ``error:`` values are substrings. ``state:failed`` and
-``state:given_up`` select the runs that failed or that their engine stopped retrying. Unknown
-keys are treated as text so a typo filters to nothing rather than
-erroring.
+started; inbox items: their run's), ``version:2.3`` (the application version, build or
+deployment the run was started on: ``Run.app_version``), ``error:timeout`` (in the error
+type or message of a failed or given-up run), ``research gpu`` (every word must appear in
+the id, name, native state or step). Values are a comma-separated list (any may match);
+``name:``, ``resource:`` and ``tool:`` values are globs (``*``, ``?``) or, without glob
+characters, substrings; ``version:`` and ``error:`` values are substrings. Unknown keys are
+treated as text so a typo filters to nothing rather than erroring.
 """
 
 from __future__ import annotations
