@@ -13,11 +13,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from console.gateway.auth import Principal
 from console.gateway.job_driver import JobDriver
 from console.gateway.job_frames import JobCommand
 from console.gateway.job_store import Job, JobStore, NewJob, job_id_for
-from console.gateway.protocol import FrameError, Query
+from console.gateway.protocol import DecisionBody, FrameError, Query
 from console.model import CommandResult, Outcome, Role
 
 #: jobs listed by ``query what=jobs`` unless ``limit`` says otherwise
@@ -49,8 +51,11 @@ class JobCommands:
         assert cmd.job_action is not None  # job_frames checked it
         job_id = job_id_for(f"{who.identity}\n{cmd.id}")
         rate = cmd.rate_per_s or self.default_rate_per_s
-        decision = (cmd.decision.model_dump(mode="json", exclude_none=True)
-                    if cmd.decision is not None else None)
+        try:
+            decision = (DecisionBody.model_validate(cmd.decision).model_dump(
+                mode="json", exclude_none=True) if cmd.decision is not None else None)
+        except ValidationError as exc:
+            raise FrameError("invalid", f"decision: {exc.errors()[0]['msg']}", cmd.id) from None
         created = await asyncio.to_thread(self.store.create, job_id, NewJob(
             action=cmd.job_action.value, targets=cmd.targets, filter=cmd.filter,
             reason=cmd.reason, rate_per_s=rate, created_by=who.identity, role=who.role.value,

@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from console.gateway.protocol import DecisionBody
 from console.gateway.wire_errors import MAX_REASON_CHARS, FrameError
 from console.model import Action
 
@@ -36,7 +35,9 @@ class JobCommand(BaseModel):
     job_action: Action | None = None  # job_create: what each target gets
     filter: str = Field(default="", max_length=4096)
     rate_per_s: float | None = Field(default=None, gt=0, le=MAX_RATE_PER_S)
-    decision: DecisionBody | None = None
+    #: a decide job: the decision body (checked as protocol.DecisionBody by job_commands.py;
+    #: not typed here so that protocol.py and this module do not import each other)
+    decision: dict[str, Any] | None = None
     merge_args: bool = False
 
 
