@@ -382,6 +382,19 @@ class GatewayClient:
         answer = await self._request(frame)
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]
 
+    async def job_command(
+        self, action: str, targets: list[str], *, reason: str = "", key: str | None = None,
+        **fields: Any,
+    ) -> list[CommandResult]:
+        """``job_create`` (targets: the confirmed targets; ``job_action``, ``filter``,
+        ``rate_per_s``, ``decision``, ``merge_args``) or ``job_cancel`` (targets: the job id):
+        durable bulk jobs the gateway drives (console/gateway/job_commands.py)."""
+        frame: dict[str, Any] = {"type": "command", "id": key or new_key(), "action": action,
+                                 "targets": targets, "reason": reason}
+        frame.update({k: v for k, v in fields.items() if v is not None})
+        answer = await self._request(frame)
+        return [CommandResult.model_validate(r) for r in answer.get("results", [])]
+
     async def query(self, what: str, **params: Any) -> Any:
         frame = {"type": "query", "id": new_key(), "what": what}
         frame.update({k: v for k, v in params.items() if v is not None})

@@ -2,15 +2,19 @@
 ``key:value`` terms (pure: no UI, no transport).
 
 Examples: ``state:late``, ``state:late,lost``, ``backend:dbos``, ``ctx:prod``,
-``state:active`` (any non-terminal state), ``has:interrupt``, ``has:gpu`` (holds a resource
-of that kind or id), ``-state:completed``, ``name:deploy*``, ``resource:gpu*``,
+``state:active`` (any non-terminal state), ``state:failed`` / ``state:given_up`` (runs that
+failed, or that their engine stopped retrying), ``has:interrupt``, ``has:gpu`` (holds a
+resource of that kind or id), ``-state:completed``, ``name:deploy*``, ``resource:gpu*``,
 ``tool:deploy`` (inbox items: the interrupt's action), ``age>10m`` / ``age<30s`` (runs:
 heartbeat age, or time since the last update when there is no heartbeat; inbox items: time
-since the interrupt was raised), ``research gpu`` (every word must appear in the id, name,
-native state or step). Values are a comma-separated list (any may match); ``name:``,
-``resource:`` and ``tool:`` values are globs (``*``, ``?``) or, without glob characters,
-substrings. Unknown keys are treated as text so a typo filters to nothing rather than
-erroring.
+since the interrupt was raised), ``created>2h`` / ``created<10m`` (time since the run
+started; inbox items: their run's), ``version:2.3`` (the application version, build or
+deployment the run was started on: ``Run.app_version``), ``error:timeout`` (in the error
+type or message of a failed or given-up run), ``research gpu`` (every word must appear in
+the id, name, native state or step). Values are a comma-separated list (any may match);
+``name:``, ``resource:`` and ``tool:`` values are globs (``*``, ``?``) or, without glob
+characters, substrings; ``version:`` and ``error:`` values are substrings. Unknown keys are
+treated as text so a typo filters to nothing rather than erroring.
 """
 
 from __future__ import annotations
@@ -23,20 +27,21 @@ from fnmatch import fnmatchcase
 
 from console.model import TERMINAL_STATES, Interrupt, Run, RunState, age_seconds, utcnow
 
-KEYS = ("state", "backend", "ctx", "context", "has", "id", "name", "resource", "tool")
+KEYS = ("state", "backend", "ctx", "context", "has", "id", "name", "resource", "tool",
+        "version", "error")
 STATE_ALIASES: dict[str, frozenset[RunState]] = {
     "active": frozenset(s for s in RunState if s not in TERMINAL_STATES),
     "terminal": frozenset(TERMINAL_STATES),
     "done": frozenset(TERMINAL_STATES),
     "backoff": frozenset({RunState.BACKING_OFF}),
 }
-_AGE = re.compile(r"^age([<>])(\d+(?:\.\d+)?)([smhd]?)$")
+_AGE = re.compile(r"^(age|created)([<>])(\d+(?:\.\d+)?)([smhd]?)$")
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True)
 class Term:
-    key: str  # "" for free text; "age>" / "age<" for age bounds
+    key: str  # "" for free text; "age>" / "age<" / "created>" / "created<" for age bounds
     values: tuple[str, ...]
     negate: bool = False
     states: frozenset[RunState] = frozenset()  # for key "state": the states it admits
@@ -68,8 +73,8 @@ class FilterQuery:
             body = word[1:] if negate else word
             age = _AGE.match(body.lower())
             if age is not None:
-                seconds = float(age.group(2)) * _UNIT_S[age.group(3)]
-                terms.append(Term(f"age{age.group(1)}", (), negate, seconds=seconds))
+                seconds = float(age.group(3)) * _UNIT_S[age.group(4)]
+                terms.append(Term(f"{age.group(1)}{age.group(2)}", (), negate, seconds=seconds))
                 continue
             key, sep, value = body.partition(":")
             key = key.lower()
@@ -165,7 +170,20 @@ def run_age_s(run: Run, now: datetime | None = None) -> float:
 
 
 def _age_matches(term: Term, age: float) -> bool:
-    return age > term.seconds if term.key == "age>" else age < term.seconds
+    return age > term.seconds if term.key.endswith(">") else age < term.seconds
+
+
+def _created_matches(term: Term, run: Run, now: datetime | None) -> bool:
+    """``created>``/``created<``: time since the run started (a run whose start the backend
+    does not report matches neither bound)."""
+    if run.started_at is None:
+        return False
+    return _age_matches(term, age_seconds(run.started_at, now or utcnow()) or 0.0)
+
+
+def _error_matches(run: Run, text: str) -> bool:
+    error = run.error
+    return error is not None and (text in error.type.lower() or text in error.message.lower())
 
 
 def _held(run: Run) -> list[tuple[str, str]]:
@@ -200,6 +218,13 @@ def _term_matches(
         return False  # a run has no tool; only inbox items do
     if term.key in ("age>", "age<"):
         return _age_matches(term, run_age_s(run, now))
+    if term.key in ("created>", "created<"):
+        return _created_matches(term, run, now)
+    if term.key == "version":
+        return run.app_version is not None and any(
+            v in run.app_version.lower() for v in term.values)
+    if term.key == "error":
+        return any(_error_matches(run, v) for v in term.values)
     hay = haystack if haystack is not None else haystack_of(run)
     return all(v in hay for v in term.values)
 

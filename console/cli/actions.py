@@ -15,16 +15,19 @@ from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
 from console.cli.options import (
     ContextOption,
+    DetachOption,
     DryRunOption,
     KeyOption,
     MaxOption,
     OutputOption,
+    RateOption,
     ReasonOption,
     TargetFilterOption,
     TokenOption,
     UrlOption,
     WaitOption,
     YesOption,
+    parse_rate,
 )
 from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
 from console.cli.results import print_results, render_plan
@@ -159,6 +162,8 @@ def make_action_command(action: str) -> Callable[..., None]:
         runs: RunsArgument = None,
         filter_expr: TargetFilterOption = None,
         max_n: MaxOption = DEFAULT_MAX,
+        rate: RateOption = None,
+        detach: DetachOption = False,
         wait: WaitOption = None,
         reason: ReasonOption = "",
         yes: YesOption = False,
@@ -184,6 +189,8 @@ def make_action_command(action: str) -> Callable[..., None]:
                 output=output,
                 max_n=max_n,
                 wait_s=wait,
+                rate_per_s=parse_rate(rate),
+                detach=detach,
             )
             return
         run_action(

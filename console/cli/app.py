@@ -32,6 +32,7 @@ from console.cli import (
 from console.cli.contexts import ctx_app
 from console.cli.drill import drill_command
 from console.cli.help_layout import IrqCommand, IrqGroup
+from console.cli.jobs import jobs_app
 from console.cli.notify import notify_app
 from console.cli.session import GlobalOptions
 from console.cli.tokens import token_app
@@ -132,6 +133,7 @@ for _action in ("pause", "resume", "cancel", "terminate"):
     _command(_action, "Act on runs", actions.make_action_command(_action))
 _command("retry", "Act on runs", retry.retry_command)
 _command("drill", "Act on runs", drill_command)
+app.add_typer(jobs_app, name="jobs", rich_help_panel="Act on runs")
 # decide interrupts
 _command("approve", "Decide interrupts", decisions.approve_command)
 _command("edit", "Decide interrupts", decisions.edit_command)

@@ -1,28 +1,37 @@
-"""``--filter EXPR``: run actions and interrupt decisions on every item a filter selects.
+"""``--filter EXPR``: run actions and interrupt decisions on every item a filter selects,
+as a durable job the gateway drives.
 
 The filter is the TUI's ``/`` grammar (:mod:`console.run_filter`). Actions select runs
 (terminal runs only when a ``state:`` term asks for them); decisions select pending
 interrupts (inbox items). The command lists every target and the combined plan (kept,
 released, at risk, what re-runs, per backend), asks once (default No; ``--yes`` skips,
-``--dry-run`` only shows, no terminal and no ``--yes`` refuses with exit 2), then sends the
-commands with bounded concurrency -- run actions in commands of at most 50 targets,
-decisions one per command (the gateway decides one interrupt per command), at most 8 in
-flight and under the gateway's per-identity command budget -- and prints a per-item result
-table. ``--max N`` (default 50) refuses a larger selection (exit 2).
+``--dry-run`` only shows, no terminal and no ``--yes`` refuses with exit 2). ``--max N``
+(default 50) is a confirmation threshold: above it the operator types the count to confirm;
+with ``--yes`` a larger selection is refused (exit 2) unless ``--max`` is raised.
 
-Exit code: 0 when every item applied (and, with ``--wait``, showed its effect); otherwise
-the code all failed items share (e.g. 4 when every failure was a conflict), 1 when they
-differ; a ``--wait`` that timed out exits 7 when every command applied.
+The confirmed targets are then fixed and handed to the gateway as one job
+(console/cli/bulk_jobs.py; console/gateway/job_driver.py): recorded in its journal, sent one
+command per target at ``--rate N/s`` (default: the gateway's ``job_rate_per_s``), surviving
+the CLI's disconnect and a gateway restart. The CLI follows the job to its end and prints a
+per-item result table (ctrl-c leaves the job running: ``irq jobs show ID``); ``--detach``
+returns once the job is recorded (its JSON with ``-o json``); ``--wait`` also waits for each
+applied target's effect.
+
+Exit code (following the job): 0 when every item applied (and, with ``--wait``, showed its
+effect); otherwise the code all failed items share (e.g. 4 when every failure was a conflict;
+targets a cancelled job never sent count as failed), 1 when they differ; a ``--wait`` that
+timed out exits 7 when every command applied. ``--detach``: 0 once the job is recorded.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from console.cli.bulk_jobs import JobRequest
 from console.cli.exits import ExitCode, fail
 from console.cli.output import (
     OutputFormat,
@@ -50,12 +59,8 @@ if TYPE_CHECKING:
     from console.config import Connection
     from console.model import CommandResult, Decision, Interrupt, Run
 
+#: the confirmation threshold: above it the operator types the count (--yes refuses)
 DEFAULT_MAX = 50
-CHUNK_TARGETS = 50  # targets per run-action command (the gateway takes up to 1,000)
-IN_FLIGHT = 8  # commands in flight at once
-COMMANDS_PER_S = 8.0  # under the gateway's default per-identity budget (10/s, burst 100)
-COMMAND_BURST = 50
-RATE_LIMIT_RETRIES = 5
 PLAN_PART = 1000  # targets of one plan query (the gateway's limit per frame)
 
 
@@ -198,88 +203,57 @@ def render_interrupt_selection(
     console.print(table)
 
 
-# ----------------------------------------------------------------------------- sending
+# ---------------------------------------------------------------------- the job
 
 
-@dataclass
-class _Pacer:
-    """A client-side token bucket: stay under the gateway's per-identity command budget."""
+def confirm_selection(count: int, max_n: int, noun: str, question: str) -> None:
+    """Ask once (default No). Above ``--max`` the operator types the count instead: the
+    threshold of a stronger confirmation, not a wall (with --yes it still refuses)."""
+    from console.cli.confirm import ask_or_stop
 
-    rate: float = COMMANDS_PER_S
-    burst: float = COMMAND_BURST
-    tokens: float = COMMAND_BURST
-    last: float = field(default=0.0)
-
-    async def take(self) -> None:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        while True:
-            now = loop.time()
-            if self.last:
-                self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
-            self.last = now
-            if self.tokens >= 1:
-                self.tokens -= 1
-                return
-            await asyncio.sleep((1 - self.tokens) / self.rate)
+    if count <= max_n:
+        ask_or_stop(question)
+        return
+    stderr_console().print(
+        f"[bold red]{count} {noun}[/] is more than the confirmation threshold (--max {max_n})")
+    typed = typer.prompt(f"{question} Type {count} to confirm", default="", err=True,
+                         show_default=False)
+    if typed.strip() != str(count):
+        hint("nothing done")
+        raise typer.Exit(int(ExitCode.FAILED))
 
 
-async def send_in_chunks(
-    client: GatewayClient,
-    action: str,
-    targets: list[str],
-    *,
-    reason: str,
-    key: str | None,
-    decisions: dict[str, Decision] | None = None,
-) -> list[CommandResult]:
-    """Send ``action`` for every target: run actions in commands of <= 50 targets, decisions
-    one per command; at most 8 in flight, paced under the command budget; a command the
-    gateway rate-limits is sent again after a pause. Results in target order."""
-    import asyncio
+def run_job(
+    conn: Connection, req: JobRequest, *, wait_s: float | None, detach: bool
+) -> tuple[list[CommandResult], list[Waited] | None, dict[str, Any]]:
+    """One connection (subscribed when waiting): create the job, follow it to its end
+    (unless ``detach``), then wait for the effects of the applied targets (``wait_s``)."""
+    from console.cli.bulk_jobs import create_job, follow_job, interrupted, job_results
+    from console.cli.session import with_gateway
 
-    from console.client import GatewayError
-    from console.model import CommandResult
+    async def go(client: GatewayClient) -> tuple[list[CommandResult], list[Waited] | None,
+                                                 dict[str, Any]]:
+        job_id = await create_job(client, req)
+        if detach:
+            return [], None, await client.query("job", job_id=job_id)
+        job = await follow_job(client, job_id)
+        results = job_results(job, req.action)
+        if wait_s is None:
+            return results, None, job
+        applied = [r.target for r in results if r.outcome == "applied"]
+        return results, await wait_for_effects(client, req.action, applied, wait_s), job
 
-    size = 1 if decisions is not None else CHUNK_TARGETS
-    chunks = [targets[i : i + size] for i in range(0, len(targets), size)]
-    gate = asyncio.Semaphore(IN_FLIGHT)
-    pacer = _Pacer()
+    try:
+        return with_gateway(conn, go, subscribe=wait_s is not None and not detach)
+    except KeyboardInterrupt:
+        interrupted(req)
+        raise
 
-    async def one(index: int, chunk: list[str]) -> list[CommandResult]:
-        chunk_key = f"{key}-{index}" if key else None
-        async with gate:
-            for attempt in range(RATE_LIMIT_RETRIES + 1):
-                await pacer.take()
-                try:
-                    return await client.command(
-                        action,
-                        chunk,
-                        reason=reason,
-                        key=chunk_key,
-                        decision=decisions[chunk[0]] if decisions is not None else None,
-                    )
-                except GatewayError as exc:
-                    if exc.code == "rate_limited" and attempt < RATE_LIMIT_RETRIES:
-                        await asyncio.sleep(1.0 + attempt)
-                        continue
-                    return [
-                        CommandResult(
-                            id=chunk_key or "",
-                            action=action,
-                            target=t,
-                            outcome="failed",
-                            error=exc.code,
-                            detail=exc.message,
-                        )
-                        for t in chunk
-                    ]
-        return []  # not reached: the loop returns
 
-    parts = await asyncio.gather(*(one(i, c) for i, c in enumerate(chunks)))
-    by_target = {r.target: r for part in parts for r in part}
-    return [by_target[t] for t in targets if t in by_target]
+def print_detached(job: dict[str, Any], output: OutputFormat) -> None:
+    emit(output, job, lambda: None)
+    if output is OutputFormat.TEXT:
+        suggest([f"irq jobs show {job['id']}", f"irq jobs cancel {job['id']}"])
 
 
 # ------------------------------------------------------------------------------- finish
@@ -324,47 +298,6 @@ def finish(
         raise typer.Exit(int(code))
 
 
-async def act_and_wait(
-    client: GatewayClient,
-    action: str,
-    targets: list[str],
-    *,
-    reason: str,
-    key: str | None,
-    wait_s: float | None,
-    decisions: dict[str, Decision] | None = None,
-) -> tuple[list[CommandResult], list[Waited] | None]:
-    results = await send_in_chunks(
-        client, action, targets, reason=reason, key=key, decisions=decisions
-    )
-    if wait_s is None:
-        return results, None
-    applied = [r.target for r in results if r.outcome == "applied"]
-    return results, await wait_for_effects(client, action, applied, wait_s)
-
-
-def run_session(
-    conn: Connection,
-    action: str,
-    targets: list[str],
-    *,
-    reason: str,
-    key: str | None,
-    wait_s: float | None,
-    decisions: dict[str, Decision] | None = None,
-) -> tuple[list[CommandResult], list[Waited] | None]:
-    """One connection (subscribed when waiting): send, then wait for the effects."""
-    from console.cli.session import with_gateway
-
-    return with_gateway(
-        conn,
-        lambda c: act_and_wait(
-            c, action, targets, reason=reason, key=key, wait_s=wait_s, decisions=decisions
-        ),
-        subscribe=wait_s is not None,
-    )
-
-
 # ------------------------------------------------------------------------------ actions
 
 
@@ -387,8 +320,10 @@ def bulk_action(
     output: OutputFormat,
     max_n: int,
     wait_s: float | None,
+    rate_per_s: float | None = None,
+    detach: bool = False,
 ) -> None:
-    from console.cli.confirm import ask_or_stop, refuse_unconfirmable
+    from console.cli.confirm import refuse_unconfirmable
     from console.cli.session import with_gateway
 
     refuse_unconfirmable(conn, f"{action} runs", yes=yes, dry_run=dry_run)
@@ -396,7 +331,8 @@ def bulk_action(
     async def select(client: GatewayClient) -> RunSelection:
         runs = select_runs(client.view, expr)
         refuse_empty(len(runs), "runs", expr, "irq runs")
-        refuse_over_cap(len(runs), max_n, "runs", expr)
+        if yes or dry_run:
+            refuse_over_cap(len(runs), max_n, "runs", expr)
         targets = [r.id for r in runs]
         plan = await combined_plan(client, action, targets)
         return RunSelection(targets, {r.id: r for r in runs}, plan)
@@ -414,8 +350,13 @@ def bulk_action(
     if output is OutputFormat.TEXT or not yes:
         render_run_selection(expr, sel.plan, sel.runs, stderr_console())
     if not yes:
-        ask_or_stop(f"{action} these {len(sel.targets)} run(s)?")
-    results, waited = run_session(conn, action, sel.targets, reason=reason, key=key, wait_s=wait_s)
+        confirm_selection(len(sel.targets), max_n, "runs", f"{action} these "
+                          f"{len(sel.targets)} run(s)?")
+    req = JobRequest(action, sel.targets, expr, reason, key, rate_per_s)
+    results, waited, job = run_job(conn, req, wait_s=wait_s, detach=detach)
+    if detach:
+        print_detached(job, output)
+        return
     next_steps = {
         "pause": [f"irq resume --filter {expr!r}", "irq runs --state paused"],
         "resume": ["irq runs"],
@@ -449,10 +390,12 @@ def bulk_decide(
     max_n: int,
     wait_s: float | None,
     merge_args: bool = False,
+    rate_per_s: float | None = None,
+    detach: bool = False,
 ) -> None:
     """Send ``decision`` to every pending interrupt ``expr`` selects (each must allow it;
     ``merge_args`` lays an edit's arguments over each one's proposed arguments)."""
-    from console.cli.confirm import ask_or_stop, refuse_unconfirmable
+    from console.cli.confirm import refuse_unconfirmable
     from console.cli.session import with_gateway
 
     kind = decision.kind.value
@@ -466,7 +409,8 @@ def bulk_decide(
     async def select(client: GatewayClient) -> Selected:
         found = select_interrupts(client.view, expr)
         refuse_empty(len(found), "pending interrupts", expr, "irq inbox")
-        refuse_over_cap(len(found), max_n, "pending interrupts", expr)
+        if yes or dry_run:
+            refuse_over_cap(len(found), max_n, "pending interrupts", expr)
         return Selected(found, client.view)
 
     sel = with_gateway(conn, select)
@@ -521,16 +465,14 @@ def bulk_decide(
     if output is OutputFormat.TEXT or not yes:
         show(stderr_console())
     if not yes:
-        ask_or_stop(f"{kind} these {len(targets)} interrupt(s)?")
+        confirm_selection(len(targets), max_n, "interrupts",
+                          f"{kind} these {len(targets)} interrupt(s)?")
     from console.model import Action
 
-    results, waited = run_session(
-        conn,
-        Action.DECIDE.value,
-        targets,
-        reason=reason,
-        key=key,
-        wait_s=wait_s,
-        decisions=decisions,
-    )
+    req = JobRequest(Action.DECIDE.value, targets, expr, reason, key, rate_per_s,
+                     decision=decision, merge_args=merge_args)
+    results, waited, job = run_job(conn, req, wait_s=wait_s, detach=detach)
+    if detach:
+        print_detached(job, output)
+        return
     finish("decide", results, waited, output, ["irq inbox"])

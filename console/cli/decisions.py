@@ -32,11 +32,13 @@ from console.cli.decision_preview import (
 from console.cli.exits import ExitCode, fail
 from console.cli.options import (
     ContextOption,
+    DetachOption,
     DryRunOption,
     HandlerOption,
     KeyOption,
     MaxOption,
     OutputOption,
+    RateOption,
     ReasonOption,
     TargetFilterOption,
     TokenOption,
@@ -44,6 +46,7 @@ from console.cli.options import (
     UrlOption,
     WaitOption,
     YesOption,
+    parse_rate,
 )
 from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
 from console.cli.results import print_results
@@ -203,6 +206,8 @@ def decide(
     filter_expr: str | None = None,
     max_n: int = DEFAULT_MAX,
     wait_s: float | None = None,
+    rate: str | None = None,
+    detach: bool = False,
 ) -> None:
     """Send ``decision`` about one interrupt, after the operator saw it and said yes (or
     passed --yes); ``merge_args`` lays an edit's arguments over the proposed ones (from the
@@ -223,6 +228,8 @@ def decide(
             max_n=max_n,
             wait_s=wait_s,
             merge_args=merge_args,
+            rate_per_s=parse_rate(rate),
+            detach=detach,
         )
         return
     assert interrupt is not None
@@ -239,6 +246,8 @@ def approve_command(
     interrupt: InterruptArgument = None,
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
+    rate: RateOption = None,
+    detach: DetachOption = False,
     wait: WaitOption = None,
     handler: HandlerOption = None,
     topic: TopicOption = None,
@@ -265,6 +274,8 @@ def approve_command(
         dry_run=dry_run,
         filter_expr=filter_expr,
         max_n=max_n,
+        rate=rate,
+        detach=detach,
         wait_s=wait,
     )
 
@@ -284,6 +295,8 @@ def edit_command(
     interrupt: InterruptArgument = None,
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
+    rate: RateOption = None,
+    detach: DetachOption = False,
     wait: WaitOption = None,
     handler: HandlerOption = None,
     topic: TopicOption = None,
@@ -322,6 +335,8 @@ def edit_command(
         merge_args=merge,
         filter_expr=filter_expr,
         max_n=max_n,
+        rate=rate,
+        detach=detach,
         wait_s=wait,
     )
 
@@ -340,6 +355,8 @@ def reject_command(
     interrupt: InterruptArgument = None,
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
+    rate: RateOption = None,
+    detach: DetachOption = False,
     wait: WaitOption = None,
     handler: HandlerOption = None,
     topic: TopicOption = None,
@@ -368,6 +385,8 @@ def reject_command(
         dry_run=dry_run,
         filter_expr=filter_expr,
         max_n=max_n,
+        rate=rate,
+        detach=detach,
         wait_s=wait,
     )
 
@@ -377,6 +396,8 @@ def respond_command(
     interrupt: InterruptArgument = None,
     filter_expr: TargetFilterOption = None,
     max_n: MaxOption = DEFAULT_MAX,
+    rate: RateOption = None,
+    detach: DetachOption = False,
     wait: WaitOption = None,
     handler: HandlerOption = None,
     topic: TopicOption = None,
@@ -421,5 +442,7 @@ def respond_command(
         dry_run=dry_run,
         filter_expr=filter_expr,
         max_n=max_n,
+        rate=rate,
+        detach=detach,
         wait_s=wait,
     )

@@ -117,7 +117,8 @@ ListFilterOption = Annotated[
         "--filter",
         metavar="EXPR",
         help="Only what this filter selects (the TUI's / grammar: text, state:, backend:, "
-        "ctx:, has:, name:, resource:, tool:, age>10m; - negates).",
+        "ctx:, has:, name:, resource:, tool:, version:, error:, age>10m, created>2h; "
+        "- negates).",
     ),
 ]
 #: ``--filter EXPR`` of the mutations (act on what it selects instead of ids)
@@ -127,8 +128,9 @@ TargetFilterOption = Annotated[
         "--filter",
         metavar="EXPR",
         help="Act on every item this filter selects instead of ids (the TUI's / grammar: "
-        "text, state:, backend:, ctx:, has:, name:, resource:, tool:, age>10m). Lists the "
-        "targets and the plan, asks once.",
+        "text, state:, backend:, ctx:, has:, name:, resource:, tool:, version:, error:, "
+        "age>10m, created>2h). Lists the targets and the plan, asks once; the gateway then "
+        "runs it as a job (irq jobs).",
         show_default=False,
     ),
 ]
@@ -138,7 +140,41 @@ MaxOption = Annotated[
         "--max",
         metavar="N",
         min=1,
-        help="With --filter: refuse to act on more than N items.",
+        help="With --filter: above N items the confirmation asks for the count to be typed; "
+        "with --yes, more than N are refused.",
+    ),
+]
+
+
+def parse_rate(text: str | None) -> float | None:
+    """``--rate 20/s`` or ``--rate 20`` -> 20.0 (targets per second)."""
+    if text is None:
+        return None
+    body = text.strip().lower().removesuffix("/s")
+    try:
+        rate = float(body)
+    except ValueError:
+        rate = 0.0
+    if not rate > 0:
+        raise typer.BadParameter(f"{text!r}: give a rate such as 20/s", param_hint="--rate")
+    return rate
+
+
+RateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--rate",
+        metavar="N/s",
+        help="With --filter: the job sends N targets per second (default: the gateway's).",
+        show_default=False,
+    ),
+]
+DetachOption = Annotated[
+    bool,
+    typer.Option(
+        "--detach",
+        help="With --filter: return once the gateway recorded the job (follow it with "
+        "`irq jobs show ID`) instead of following it to its end.",
     ),
 ]
 

@@ -18,6 +18,8 @@ from console.gateway.auth import Principal
 from console.gateway.budgets import IdentityBuckets
 from console.gateway.commands import CommandExecutor
 from console.gateway.hub import Hub
+from console.gateway.job_commands import JobCommands
+from console.gateway.job_frames import JobCommand
 from console.gateway.journal_store import JournalStore, JournalUnavailable
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.policy_commands import PolicyCommands
@@ -50,7 +52,7 @@ JOURNAL_UNAVAILABLE = ("the gateway's journal is unavailable: the command was no
                        "as done; retry with the same idempotency key (it takes effect once)")
 
 #: what a client may send after its hello (protocol.parse_client_frame)
-ClientRequest = Hello | Command | Query | Focus | Ping | PolicyCommand
+ClientRequest = Hello | Command | Query | Focus | Ping | PolicyCommand | JobCommand
 
 
 class ClientRequests:
@@ -61,20 +63,23 @@ class ClientRequests:
                  backends: dict[str, Backend], executor: CommandExecutor,
                  policy_commands: PolicyCommands, policy: PolicyState,
                  obligations: ObligationStore, webhooks: Webhooks, refusals: RefusalLedger,
-                 counters: Counter[str], stats: Callable[[], dict[str, Any]]) -> None:
-        """``stats``: the gateway's counters (``query what=stats``), asked per query."""
+                 counters: Counter[str], stats: Callable[[], dict[str, Any]], *,
+                 jobs: JobCommands | None = None) -> None:
+        """``stats``: the gateway's counters (``query what=stats``), asked per query;
+        ``jobs``: durable bulk jobs (job_commands.py; None: refused as unavailable)."""
         self.settings = settings
         self.hub, self.journal, self.backends = hub, journal, backends
         self.executor, self.policy_commands = executor, policy_commands
         self.policy, self.obligations = policy, obligations
         self.webhooks, self.refusals, self.counters = webhooks, refusals, counters
         self.stats = stats
+        self.jobs = jobs
         self.command_budget = IdentityBuckets(settings.commands_per_s, settings.commands_burst)
 
     async def handle(self, ws: GatewaySocket, who: Principal, msg: ClientRequest) -> None:
         try:
-            if isinstance(msg, Command | PolicyCommand) and not self.command_budget.take(
-                    who.identity):
+            if isinstance(msg, Command | PolicyCommand | JobCommand) and not (
+                    self.command_budget.take(who.identity)):
                 self.counters["commands_rate_limited"] += 1
                 self.refusals.refuse(
                     identity=who.identity, role=who.role.value, action=str(msg.action),
@@ -85,10 +90,13 @@ class ClientRequests:
                     "rate_limited", f"over {self.settings.commands_per_s:g} commands/s (burst "
                     f"{self.settings.commands_burst:g}) for {who.identity}; nothing was done",
                     msg.id)
-            if isinstance(msg, Command | PolicyCommand):
-                results = (await self.policy_commands.execute(msg, who)
-                           if isinstance(msg, PolicyCommand)
-                           else await self.executor.execute(msg, who))
+            if isinstance(msg, Command | PolicyCommand | JobCommand):
+                if isinstance(msg, JobCommand):
+                    results = await self._jobs(msg.id).execute(msg, who)
+                elif isinstance(msg, PolicyCommand):
+                    results = await self.policy_commands.execute(msg, who)
+                else:
+                    results = await self.executor.execute(msg, who)
                 await ws.send(dumps({"type": "result", "id": msg.id,
                                      "results": [r.contract() for r in results]}))
             elif isinstance(msg, Query):
@@ -120,6 +128,11 @@ class ClientRequests:
                 await ws.send(error_frame("internal", f"{type(exc).__name__}: {exc}",
                                           getattr(msg, "id", None)))
 
+    def _jobs(self, ref: str) -> JobCommands:
+        if self.jobs is None:
+            raise FrameError("unsupported", "this gateway does not run bulk jobs", ref)
+        return self.jobs
+
     def focus(self, run_ids: list[str]) -> None:
         self.hub.focus(run_ids)
         by_backend: dict[str, set[str]] = {}
@@ -148,6 +161,8 @@ class ClientRequests:
             return [e.contract() for e in entries]
         if q.what in ("policy", "policy_check", "obligations"):
             return answer_policy_query(q, self.policy, self.obligations)
+        if q.what in ("jobs", "job"):
+            return await self._jobs(q.id).answer(q)
         if q.what == "plan":
             if q.action is None or not q.targets:
                 raise FrameError("invalid", "plan needs 'action' and 'targets'", q.id)

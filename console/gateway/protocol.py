@@ -29,6 +29,7 @@ from console.gateway.wire_errors import FrameError as FrameError
 from console.model import Action, DecisionKind
 
 if TYPE_CHECKING:
+    from console.gateway.job_frames import JobCommand
     from console.gateway.policy_frames import PolicyCommand, PolicyEvent
 
 PROTOCOL_VERSION = 1
@@ -116,7 +117,7 @@ class Query(_Msg):
     type: Literal["query"]
     id: str = Field(min_length=1, max_length=128)
     what: Literal["run", "audit", "plan", "capabilities", "snapshot", "stats", "policy",
-                  "policy_check", "obligations", "notify_test", "runs"]
+                  "policy_check", "obligations", "notify_test", "runs", "jobs", "job"]
     run_id: str | None = None
     invocation: dict[str, Any] | None = None  # policy_check: the Invocation to evaluate
     state: Literal["open", "fulfilled", "overdue", "waived"] | None = None  # obligations
@@ -134,6 +135,7 @@ class Query(_Msg):
     states: list[Annotated[str, Field(max_length=64)]] | None = Field(default=None, max_length=32)
     backend: str | None = Field(default=None, max_length=1024)  # runs: dbos, or dbos:local
     expr: str | None = Field(default=None, max_length=4096)  # runs: the --filter grammar
+    job_id: str | None = Field(default=None, max_length=128)  # job: which (irq jobs show)
 
 
 class Focus(_Msg):
@@ -304,8 +306,12 @@ def _check_caps(data: dict[str, Any]) -> None:
 
 def parse_client_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
-) -> Hello | Command | Query | Focus | Ping | PolicyCommand:
+) -> Hello | Command | Query | Focus | Ping | PolicyCommand | JobCommand:
     data = _decode(raw, max_bytes)
+    if data["type"] == "command" and data.get("action") in ("job_create", "job_cancel"):
+        from console.gateway.job_frames import parse_job_command  # its own target cap
+
+        return parse_job_command(data)
     _check_caps(data)
     if data["type"] == "command" and data.get("action") in (
             "policy_reload", "obligation_fulfil", "obligation_waive"):

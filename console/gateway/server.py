@@ -40,6 +40,9 @@ from console.gateway.connections import Connections, HandshakeLog
 from console.gateway.context_leases import ContextLeases
 from console.gateway.default_decisions import DefaultDecisions
 from console.gateway.hub import Hub
+from console.gateway.job_commands import JobCommands
+from console.gateway.job_driver import JobDriver
+from console.gateway.job_store import JobStore
 from console.gateway.journal import JournalPauseLedger
 from console.gateway.journal_engines import open_journal
 from console.gateway.obligation_store import ObligationStore
@@ -125,6 +128,13 @@ class Gateway:
                                decided=self.journal.decision,
                                refresh_interrupt=self.executor.refresh_approvals,
                                on_context_read=self.first_reads.read)
+        # durable bulk jobs: recorded in the journal, driven by one gateway at a time
+        self.job_store = JobStore(self.journal, self.leases.holder)
+        self.job_driver = JobDriver(self.hub, self.job_store, self.executor,
+                                    ready=self.first_reads.all_tried)
+        self.jobs = JobCommands(self.job_store, self.job_driver,
+                                default_rate_per_s=settings.job_rate_per_s,
+                                audit=self.executor.book.audit)
         self.counters: Counter[str] = Counter()
         self.agent_channel = AgentChannel(settings, self.hub, self.backends, self.policy,
                                    self.policy_events, self.refusals, self.counters)
@@ -137,7 +147,7 @@ class Gateway:
         self.requests = ClientRequests(settings, self.hub, self.journal, self.backends,
                                        self.executor, self.policy_commands, self.policy,
                                        self.obligations, self.webhooks, self.refusals,
-                                       self.counters, self.stats)
+                                       self.counters, self.stats, jobs=self.jobs)
         self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
                                       self.requests, self.refusals, self.counters)
         self.handshakes = HandshakeLog()
@@ -198,10 +208,12 @@ class Gateway:
             import socket
 
             self.leases.holder = f"{socket.gethostname()}:{self.port}"
+            self.job_store.holder = self.leases.holder
             self.peering.set_origin(self.leases.holder)
         self._tasks += await self.loops.start()
         self._tasks += [asyncio.create_task(self.default_decisions.run()),
-                        asyncio.create_task(self.retention.run())]
+                        asyncio.create_task(self.retention.run()),
+                        asyncio.create_task(self.job_driver.run())]
         log.info("irq gateway listening on %s://%s:%d (%d backends)", self.settings.scheme,
                  self.settings.host, self.port, len(self.backends))
 
@@ -211,6 +223,8 @@ class Gateway:
                 task.cancel()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.to_thread(self.leases.release_all), 5)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.to_thread(self.job_driver.release), 5)
         pending = {t for t in self._tasks if not t.done()}
         while pending:
             # cancel again until done: Python 3.11's wait_for can swallow a cancellation that

@@ -38,6 +38,7 @@ class GatewaySettings:
     client_identity_frames_burst: float = 1_500.0
     commands_per_s: float = 10.0  # per identity, all its connections
     commands_burst: float = 100.0
+    job_rate_per_s: float = 25.0  # a bulk job's targets sent per second unless it names a rate
     client_inflight: int = 32  # requests of one connection being answered at once
     refusal_interval_s: float = 60.0  # refusals of one identity: the first, then one summary
     policy_path: Path | None = None  # irq serve --policy FILE: loaded at start, watched

@@ -129,3 +129,31 @@ def test_inbox_items_filter_on_tool_age_text_and_their_run():
     assert m("has:gpu state:running name:deploy", refund)
     assert not m("has:gpu", refund, None)  # an unknown run matches no run term
     assert m("backend:dbos tool:refund", refund, None)  # but the id still tells the backend
+
+
+def test_created_is_the_time_since_the_run_started_and_unknown_starts_match_neither():
+    old = run("old").model_copy(update={"started_at": NOW - timedelta(hours=3)})
+    new = run("new").model_copy(update={"started_at": NOW - timedelta(minutes=5)})
+    unknown = run("unknown")
+    assert matches("created>2h", old) and not matches("created>2h", new)
+    assert matches("created<10m", new) and not matches("created<10m", old)
+    assert not matches("created>2h", unknown) and not matches("created<10m", unknown)
+    assert matches("-created>2h", new)
+
+
+def test_version_and_error_are_substrings_and_failed_and_given_up_states_select():
+    from console.run_facts import RunError
+
+    failed = run("f", state=RunState.FAILED).model_copy(update={
+        "app_version": "build-2.3.1",
+        "error": RunError(type="TimeoutError", message="step ship timed out after 30s")})
+    given_up = run("g", state=RunState.GIVEN_UP).model_copy(update={
+        "error": RunError(type="MaxRecoveryAttemptsExceeded", message="gave up")})
+    plain = run("p")
+    assert matches("version:2.3", failed) and not matches("version:2.3", plain)
+    assert matches("error:timeout", failed) and matches("error:timed,nomatch", failed)
+    assert matches("error:maxrecovery", given_up) and not matches("error:timeout", plain)
+    assert matches("state:failed", failed) and not matches("state:failed", given_up)
+    assert matches("state:given_up", given_up) and not matches("state:given_up", failed)
+    assert FilterQuery.parse("state:failed,given_up").states() == {RunState.FAILED,
+                                                                  RunState.GIVEN_UP}

@@ -43,6 +43,7 @@ FILTER_HELP = (
     ("backend:dbos", "backend (prefix)"),
     ("ctx:prod", "context"),
     ("has:interrupt", "also: warning, resource, leak, preempted"),
+    ("created>2h error:timeout", "run start age; also version:, age<30s, state:failed"),
     ("-state:completed", "a leading - negates a term"),
 )
 
