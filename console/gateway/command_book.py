@@ -103,7 +103,7 @@ class CommandBook:
             id=row.key, action=row.action, target=row.target,
             outcome=row.status,  # type: ignore[arg-type]
             error=row.error, detail=row.detail or "already executed under this key",
-            plan=plan, replayed=True,
+            plan=plan, replayed=True, new_run_id=row.new_run_id,
         )
 
     def not_found(self, attempt: Attempt, what: str) -> CommandResult:
@@ -140,7 +140,8 @@ class CommandBook:
         entry = _audit_entry(who, result, reason)
         claim = self.journal.settle(Settlement(
             key=result.id, target=result.target, outcome=result.outcome, detail=result.detail,
-            error=result.error, audit=entry, claimed=claimed), also=also)
+            error=result.error, audit=entry, claimed=claimed, new_run_id=result.new_run_id),
+            also=also)
         if claimed and result.outcome == "applied" and claim is not None:
             self.hub.mark_decided(result.target, claim)
         self.hub.publish("audit", entry.contract())

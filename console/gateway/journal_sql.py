@@ -45,6 +45,7 @@ SCHEMA = (
     finished_at TEXT,
     owner TEXT NOT NULL DEFAULT '',  -- the gateway that wrote (or adopted) the intent
     attempt INTEGER NOT NULL DEFAULT 0,  -- bumped by each adoption for a re-drive
+    new_run_id TEXT,                 -- a retry's outcome: the new run carrying the work
     PRIMARY KEY (key, target)
 )""",
     "CREATE INDEX IF NOT EXISTS commands_status ON commands(status)",
@@ -81,10 +82,11 @@ SCHEMA = (
 )
 
 #: columns added after the first release, for journals created before them
-ADDED_COLUMNS = (("owner", "TEXT NOT NULL DEFAULT ''"), ("attempt", "INTEGER NOT NULL DEFAULT 0"))
+ADDED_COLUMNS = (("owner", "TEXT NOT NULL DEFAULT ''"), ("attempt", "INTEGER NOT NULL DEFAULT 0"),
+                 ("new_run_id", "TEXT"))
 
 _COMMAND_COLUMNS = ("key", "target", "action", "identity", "role", "reason", "payload", "plan",
-                    "status", "error", "detail", "created_at", "owner", "attempt")
+                    "status", "error", "detail", "created_at", "owner", "attempt", "new_run_id")
 _CLAIM_COLUMNS = ("interrupt_id", "command_key", "kind", "identity", "at", "status")
 _AUDIT_COLUMNS = ("at", "identity", "role", "action", "target", "reason", "outcome", "plan",
                   "command_id", "detail")
@@ -151,9 +153,10 @@ class SqlJournal:
         s = settlement
         claim = None
         with self.transaction() as tx:
-            tx.execute("UPDATE commands SET status=?, detail=?, error=?, finished_at=?"
-                       " WHERE key=? AND target=?",
-                       (s.outcome, s.detail, s.error, utcnow().isoformat(), s.key, s.target))
+            tx.execute("UPDATE commands SET status=?, detail=?, error=?, finished_at=?,"
+                       " new_run_id=? WHERE key=? AND target=?",
+                       (s.outcome, s.detail, s.error, utcnow().isoformat(), s.new_run_id,
+                        s.key, s.target))
             if s.claimed:
                 if s.outcome == "applied":  # kept for good
                     tx.execute("UPDATE decisions SET status='applied' WHERE interrupt_id=? AND"
@@ -289,7 +292,7 @@ def _command_row(row: Sequence[Any]) -> CommandRow:
         role=d["role"], reason=d["reason"], payload=json.loads(d["payload"] or "{}"),
         plan=json.loads(d["plan"]) if d["plan"] else None, status=d["status"], error=d["error"],
         detail=d["detail"], created_at=datetime.fromisoformat(d["created_at"]),
-        owner=d["owner"] or "", attempt=int(d["attempt"] or 0),
+        owner=d["owner"] or "", attempt=int(d["attempt"] or 0), new_run_id=d["new_run_id"],
     )
 
 

@@ -51,6 +51,7 @@ class CommandRow:
     created_at: datetime
     owner: str = ""  # the gateway that wrote (or adopted) the intent and may re-drive it
     attempt: int = 0  # bumped by every re-drive that adopts the intent (compare-and-set)
+    new_run_id: str | None = None  # a retry's outcome: the run that carries the work now
 
 
 @dataclass
@@ -99,6 +100,8 @@ class Settlement:
     error: str | None
     audit: AuditEntry
     claimed: bool = False
+    #: a retry that created a new run: kept so a replay under the same key names it too
+    new_run_id: str | None = None
 
 
 class Cursor(Protocol):

@@ -92,6 +92,48 @@ def test_begin_writes_the_intent_once_and_replays_the_row_under_the_same_key(
     assert [r.target for r in journal.unfinished()] == ["dbos:x/run-2"]
 
 
+def test_a_retry_outcome_keeps_its_new_run_id_for_the_replay(open_one: OpenJournal):
+    journal = open_one()
+    journal.begin(intent("r1", "dbos:x/run-1"))
+    journal.begin(intent("p1", "dbos:x/run-2"))
+    done = settlement("r1", "dbos:x/run-1", "applied")
+    journal.settle(Settlement(**{**done.__dict__, "new_run_id": "dbos:x/fork-1"}))
+    journal.settle(settlement("p1", "dbos:x/run-2", "applied"))
+    row = journal.command("r1", "dbos:x/run-1")
+    assert row is not None and row.new_run_id == "dbos:x/fork-1"
+    replay = journal.begin(intent("r1", "dbos:x/run-1"))
+    assert replay.row is not None and replay.row.new_run_id == "dbos:x/fork-1"
+    other = journal.command("p1", "dbos:x/run-2")
+    assert other is not None and other.new_run_id is None
+
+
+def test_a_sqlite_journal_from_before_new_run_id_gains_the_column(tmp_path: Path):
+    import sqlite3
+
+    path = tmp_path / "gateway.db"
+    with sqlite3.connect(path) as old:  # the commands table as the first release wrote it
+        old.execute(
+            "CREATE TABLE commands (key TEXT NOT NULL, target TEXT NOT NULL, action TEXT NOT"
+            " NULL, identity TEXT NOT NULL, role TEXT NOT NULL, reason TEXT NOT NULL DEFAULT"
+            " '', payload TEXT NOT NULL DEFAULT '{}', plan TEXT, status TEXT NOT NULL, error"
+            " TEXT, detail TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, finished_at"
+            " TEXT, PRIMARY KEY (key, target))")
+        old.execute("INSERT INTO commands (key, target, action, identity, role, status,"
+                    " created_at) VALUES ('k0', 'dbos:x/r0', 'pause', 'a', 'operator',"
+                    " 'applied', ?)", (utcnow().isoformat(),))
+    journal = open_journal(path, owner="gw-a")
+    try:
+        row = journal.command("k0", "dbos:x/r0")
+        assert row is not None and row.new_run_id is None and row.status == "applied"
+        journal.begin(intent("r1", "dbos:x/r1"))
+        done = settlement("r1", "dbos:x/r1", "applied")
+        journal.settle(Settlement(**{**done.__dict__, "new_run_id": "dbos:x/fork"}))
+        again = journal.command("r1", "dbos:x/r1")
+        assert again is not None and again.new_run_id == "dbos:x/fork"
+    finally:
+        journal.close()
+
+
 def test_a_claim_held_by_another_command_is_a_conflict_and_writes_nothing(
         open_one: OpenJournal):
     journal = open_one()
