@@ -111,6 +111,8 @@ class RetryCommands:
                 return self.book.replayed(begun.row)
         self.book.crash_point("after_intent")
         result = await self._call(attempt, run, backend, planned.from_step)
+        # the backend acted, the journal does not know yet: a crash here must not act twice
+        self.book.crash_point("before_outcome")
         self.book.settle(who, cmd.reason, result)
         return result
 

@@ -1,10 +1,12 @@
 """A DBOS worker written the way DBOS's own examples write one (no irq imports): a
 three-step pipeline whose third step fails while a flag file exists, and a workflow that
-stays in its step while a hold file exists. Every step execution appends its name to
-``counts`` (side effects counted outside the engine).
+stays in its step while a hold file exists. Every step execution appends ``PIPELINE STEP``
+to ``counts`` (side effects counted outside the engine; a fork gets its original's input, so
+its steps count under the original's name).
 
-``python tests/cli/dbos_retry_agent.py SQLITE_PATH DIR`` starts ``pipeline-1`` and
-``busy-1``, prints ``ready`` and keeps executing (forks included) until killed.
+``python tests/cli/dbos_retry_agent.py SQLITE_PATH DIR [N]`` starts ``pipeline-1`` ..
+``pipeline-N`` (default 1) and ``busy-1``, prints ``ready`` and keeps executing (forks
+included) until killed.
 """
 
 from __future__ import annotations
@@ -19,36 +21,36 @@ from dbos import DBOS, SetWorkflowID
 WORK = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(".")
 
 
-def record(step: str) -> None:
+def record(pipeline: str, step: str) -> None:
     with open(WORK / "counts", "a") as out:
-        out.write(step + "\n")
+        out.write(f"{pipeline} {step}\n")
 
 
 @DBOS.step()
-def fetch_data() -> str:
-    record("fetch_data")
+def fetch_data(name: str) -> str:
+    record(name, "fetch_data")
     return "rows"
 
 
 @DBOS.step()
-def transform(rows: str) -> str:
-    record("transform")
+def transform(name: str, rows: str) -> str:
+    record(name, "transform")
     return rows.upper()
 
 
 @DBOS.step()
-def publish(table: str) -> str:
-    record("publish")
+def publish(name: str, table: str) -> str:
+    record(name, "publish")
     if (WORK / "fail").exists():
         raise RuntimeError("publish failed: the warehouse is read-only")
     return f"published {table}"
 
 
 @DBOS.workflow()
-def pipeline() -> str:
-    rows = fetch_data()
-    table = transform(rows)
-    return publish(table)
+def pipeline(name: str) -> str:
+    rows = fetch_data(name)
+    table = transform(name, rows)
+    return publish(name, table)
 
 
 @DBOS.step()
@@ -63,11 +65,12 @@ def busy() -> None:
     hold()
 
 
-def main(db_path: str) -> None:
+def main(db_path: str, pipelines: int) -> None:
     DBOS(config={"name": "retry-agent", "system_database_url": f"sqlite:///{db_path}"})
     DBOS.launch()
-    with SetWorkflowID("pipeline-1"):
-        DBOS.start_workflow(pipeline)
+    for n in range(1, pipelines + 1):
+        with SetWorkflowID(f"pipeline-{n}"):
+            DBOS.start_workflow(pipeline, f"pipeline-{n}")
     with SetWorkflowID("busy-1"):
         DBOS.start_workflow(busy)
     print("ready", flush=True)
@@ -75,4 +78,4 @@ def main(db_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[3]) if len(sys.argv) > 3 else 1)

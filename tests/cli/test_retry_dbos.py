@@ -36,14 +36,21 @@ class Fleet:
     work: Path
     env: dict[str, str]
 
-    def counts(self) -> dict[str, int]:
-        lines = (self.work / "counts").read_text().split()
-        return {step: lines.count(step) for step in set(lines)}
+    def counts(self, pipeline: str = "pipeline-1") -> dict[str, int]:
+        """How many times each step of ``pipeline`` (and its forks) ran."""
+        return step_counts(self.work / "counts", pipeline)
 
     def runs(self) -> dict[str, dict[str, Any]]:
         out = irq("runs", "-o", "json", env=self.env)
         assert out.code == 0, out.stderr
         return {r["id"]: r for r in json.loads(out.stdout)}
+
+
+def step_counts(path: Path, pipeline: str) -> dict[str, int]:
+    """The agent's ``PIPELINE STEP`` lines for one pipeline, counted by step."""
+    steps = [line.split()[1] for line in path.read_text().splitlines()
+             if line.split()[0] == pipeline]
+    return {step: steps.count(step) for step in set(steps)}
 
 
 def eventually(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
@@ -158,6 +165,16 @@ def test_retry_forks_a_new_run_that_reuses_the_first_two_steps(fleet: Fleet):
     assert json.loads(again.stdout)[0]["replayed"] is True
     assert set(fleet.runs()) == runs_before
     assert fleet.counts() == {"fetch_data": 1, "transform": 1, "publish": 2}
+    # replayed with --wait: the journal kept the new run's id, so the replay names it and
+    # waits for it (not for the original, which stays failed)
+    waited = irq("retry", "pipeline-1", "--yes", "--key", "k-1", "--wait", "30", "-o", "json",
+                 env=fleet.env)
+    assert waited.code == 0, waited.stdout + waited.stderr
+    replay = json.loads(waited.stdout)
+    assert replay["results"][0]["replayed"] is True
+    assert replay["results"][0]["new_run_id"] == new_run
+    assert replay["waited"][0]["target"] == new_run and replay["waited"][0]["ok"]
+    assert set(fleet.runs()) == runs_before
 
     audit = irq("audit", "--target", FAILED, "-o", "json", env=fleet.env)
     assert audit.code == 0, audit.stderr

@@ -2,8 +2,9 @@
 
 The shipped gateway has no fault injection; its ``CommandExecutor`` only calls a hook at named
 points (``after_intent``: the intent is journaled, the backend not yet called) when one is
-given. This entry point gives one that SIGKILLs the process at the named point, so a test can
-check what a restarted gateway does with the journaled intent.
+given (a retry also at ``before_outcome``: the backend answered, the outcome is not journaled).
+This entry point gives one that SIGKILLs the process at the named point, so a test can check
+what a restarted gateway does with the journaled intent.
 
     python tests/support/faulty_gateway.py --port PORT --backend URL [--crash-at after_intent]
 """
