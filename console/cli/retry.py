@@ -105,9 +105,16 @@ def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str,
 
         async def act_and_wait(client: GatewayClient) -> tuple[list[CommandResult],
                                                                list[Waited]]:
+            # the run as seen before: its failed state is not the outcome of a retry that
+            # keeps its id
+            before = {r.id: r.updated_at for r in client.view.runs.values()}
             results = await act(client)
             carriers = [r.new_run_id or r.target for r in results if r.outcome == "applied"]
-            return results, await wait_for_effects(client, "retry", carriers, wait_s)
+            # a replayed retry happened earlier: whatever the view shows now is its effect
+            fresh = {t: before[t] for t in carriers if t in before
+                     and not any(r.replayed for r in results)}
+            return results, await wait_for_effects(client, "retry", carriers, wait_s,
+                                                   seen_before=fresh)
 
         results, waited = with_gateway(conn, act_and_wait, subscribe=True)
         finish("retry", results, waited, output, _next_steps(run, results))

@@ -19,8 +19,9 @@ Targets still short of their effect when the time is up are ``timed out`` (exit 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from console.cli.exits import ExitCode, diagnose, fail
@@ -175,9 +176,15 @@ class Progress:
 
 
 async def wait_for_effects(
-    client: GatewayClient, action: str, targets: Iterable[str], timeout_s: float
+    client: GatewayClient, action: str, targets: Iterable[str], timeout_s: float,
+    *, seen_before: Mapping[str, datetime] | None = None,
 ) -> list[Waited]:
-    """Watch the client's subscription until every target shows its effect or time is up."""
+    """Watch the client's subscription until every target shows its effect or time is up.
+
+    ``seen_before``: a target's run as the view showed it before the command (its
+    ``updated_at``); while the view still shows that observation it is not the command's
+    effect. A retry that keeps the run's id (a Temporal reset) answers before the delta with
+    the new run reaches the client, and the failed state from before is no outcome."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -188,6 +195,9 @@ async def wait_for_effects(
 
     def sweep() -> None:
         for target in list(pending):
+            run = client.view.runs.get(target)
+            if seen_before and run is not None and run.updated_at == seen_before.get(target):
+                continue  # not observed since the command
             waited = check_target(client.view, action, target)
             if waited is not None:
                 waited.seconds = round(loop.time() - start, 2)
