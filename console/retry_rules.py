@@ -57,8 +57,8 @@ def retry_action_plan(run: Run, retry: RetryPlan) -> ActionPlan:
         )
     if retry.new_run:
         result.warnings.append(
-            f"{run.id} stays as it is; the retry runs as a new run (a new id) that reuses the "
-            "kept steps' results"
+            f"{run.id}'s failed execution stays in its history; the retry starts a new "
+            "execution that reuses the kept steps' results"
         )
     if not retry.any_step:
         result.warnings.append(
