@@ -24,6 +24,7 @@ from console.cli import (
     obligations,
     per_call,
     policy,
+    release,
     retry,
     runs,
     show,
@@ -131,6 +132,7 @@ _command("leaks", "Observe", leaks.leaks_command)
 for _action in ("pause", "resume", "cancel", "terminate"):
     _command(_action, "Act on runs", actions.make_action_command(_action))
 _command("retry", "Act on runs", retry.retry_command)
+_command("release", "Act on runs", release.release_command)
 _command("drill", "Act on runs", drill_command)
 # decide interrupts
 _command("approve", "Decide interrupts", decisions.approve_command)
