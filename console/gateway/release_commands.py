@@ -54,6 +54,7 @@ from console.release_outcome import ReleaseOutcome, ReleaseWay
 
 AGENT_ANSWER_S = 15.0  # how long the agent's release callback may take to answer
 READ_TIMEOUT_S = 10.0  # the adapter's read of the run after the release
+AUDIT_LINES = 5  # of the release command's output, in the detail (the result has 20)
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,8 @@ class ReleaseCommands:
             self.hub.run_store.refresh(run.id, self.hub.clock())
             words = ("not yet verified: the run's next observation still shows it held; it "
                      "stays a suspected leak until a report shows it released")
-        how = "release command" if planned.way == "command" else "agent's release callback"
+        how = ("release command" + _ran(outcome) if planned.way == "command"
+               else "agent's release callback")
         result = attempt.result("applied", detail=f"{resource.kind} {resource.id} released by "
                                 f"the {how}; {words}")
         result.release = outcome
@@ -201,9 +203,8 @@ class ReleaseCommands:
         if ran.succeeded:
             return None
         why = ran.error or f"{ran.argv[0]} exited {ran.exit_code}"
-        last = f": {ran.output[-1]}" if ran.output else ""
         return attempt.result("failed", error="release_failed",
-                              detail=f"release command failed ({why}){last}")
+                              detail=f"release command failed ({why}){_ran(outcome)}")
 
     async def _by_agent(self, attempt: Attempt, planned: PlannedRelease,
                         outcome: ReleaseOutcome) -> CommandResult | None:
@@ -286,6 +287,13 @@ class ReleaseCommands:
         result.detail = f"{result.detail} ({self.book.redriven(row)})".strip()
         self.book.settle(who, row.reason, result)
         return True
+
+
+def _ran(outcome: ReleaseOutcome) -> str:
+    """The exit code and last output lines, for the result's detail and the audit."""
+    code = f" (exit {outcome.exit_code})" if outcome.exit_code is not None else ""
+    tail = " | ".join(outcome.output[-AUDIT_LINES:])
+    return code + (f"; output: {tail}" if tail else "")
 
 
 def _free(resources: list[Resource], resource_id: str) -> bool:

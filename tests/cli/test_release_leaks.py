@@ -143,7 +143,8 @@ def test_a_forced_release_runs_the_configured_command_once_and_is_audited(fleet:
     assert audit.code == 0, audit.stderr
     [entry] = [e for e in json.loads(audit.stdout) if e["action"] == "release"]
     assert entry["reason"] == "seat reclaim" and entry["outcome"] == "applied"
-    assert "lic-1" in entry["detail"]
+    assert "lic-1" in entry["detail"] and "(exit 0)" in entry["detail"]
+    assert "seat returned to the pool" in entry["detail"]
 
 
 def test_a_forced_release_through_the_agent_callback_is_verified_by_its_next_report(
