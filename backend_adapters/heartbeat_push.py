@@ -20,7 +20,12 @@ beats outside it (``out_of_scope``) and beats for a run another token reports
   as ``{"type": "heartbeats", "beats": [heartbeat, …]}`` of at most N (<= 1000) beats each
   (a gateway with protocol 1 from before batching answers ``unknown_type``: leave it at 1);
 - the gateway may answer ``{"type": "error", "code", "message"}``: logged (once per code a
-  minute, with the count of the ones held back), never fatal.
+  minute, with the count of the ones held back), never fatal;
+- the gateway may ask ``{"type": "release", "id", "backend", "context", "native_id",
+  "resource", "kind", "reason"}`` (``irq release --force``): served by the release callback
+  registered with ``backend_adapters.release_callbacks.on_release`` (release_requests.py),
+  answered ``{"type": "release_result", "id", "outcome", "detail"}`` after the run's next
+  beat, which reports the resource released.
 
 The same connection carries the policy layer (``backend_adapters.policy_guard``): the gateway
 sends ``{"type": "policy", "version", "policy"}`` after the hello and after every reload; each
@@ -52,6 +57,8 @@ from typing import Any
 
 from websockets.sync.client import ClientConnection, connect
 
+from backend_adapters.release_callbacks import ReleaseCallbacks, shared_release_callbacks
+from backend_adapters.release_requests import ReleaseRequests
 from console.semantics import beat_is_stale
 
 log = logging.getLogger("irq.agent.heartbeat")
@@ -128,7 +135,10 @@ class HeartbeatPusher:
         max_events: int = MAX_EVENTS,
         on_policy: Callable[[dict[str, Any]], None] | None = None,
         batch: int | None = None,
+        releases: ReleaseCallbacks | None = None,
     ) -> None:
+        """``releases``: the release callbacks forced releases are served by (default: the
+        process-wide ones ``release_callbacks.on_release`` registers)."""
         self._url = url
         self._batch = max(1, min(MAX_BATCH, batch if batch is not None else _env_batch()))
         self._max_pending = max_pending
@@ -162,6 +172,10 @@ class HeartbeatPusher:
         self.events_confirmed = 0  # event frames a gateway pong confirmed
         self.events_dropped = 0  # event frames dropped because the FIFO was full
         self.policy_frames = 0  # policy frames received
+        #: forced releases the gateway asks for (release_requests.py)
+        self.releases = ReleaseRequests(
+            releases if releases is not None else shared_release_callbacks(),
+            self.push, self.send_event, max_runs=10 * max_pending)
 
     # ------------------------------------------------------------------------- agent side
 
@@ -191,7 +205,7 @@ class HeartbeatPusher:
                 elif len(self._pending) >= self._max_pending:
                     self._pending.pop(next(iter(self._pending)))
                     self.dropped += 1
-                self._pending[key] = dict(frame)
+                self._pending[key] = self.releases.reported(key, dict(frame))
                 self._ensure_thread()
                 self._cond.notify_all()
         except Exception:  # a heartbeat must never break the agent
@@ -468,6 +482,8 @@ class HeartbeatPusher:
                 self._confirm_events(reply.get("id"))
             elif kind == "policy":
                 self._handle_policy(reply)
+            elif kind == "release":  # an operator forces a resource of one of our runs free
+                self.releases.request(reply)
 
     def _log_error(self, reply: Mapping[str, Any]) -> None:
         code = str(reply.get("code"))

@@ -349,6 +349,7 @@ class GatewayClient:
         decision: Decision | None = None,
         key: str | None = None,
         from_step: str | None = None,
+        resource: str | None = None,
     ) -> list[CommandResult]:
         frame: dict[str, Any] = {
             "type": "command",
@@ -362,6 +363,8 @@ class GatewayClient:
             frame["decision"] = decision.model_dump(mode="json", exclude_none=True)
         if from_step is not None:  # retry: the first step to run again
             frame["from_step"] = from_step
+        if resource is not None:  # release: the resource of the run to free
+            frame["resource"] = resource
         answer = await self._request(frame)
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from console.liveness import classify_liveness
+from console.release_outcome import ReleaseOutcome
 from console.run_facts import RunError, StepRetry, WorkAtRisk
 
 
@@ -62,6 +63,7 @@ class Action(StrEnum):
     TERMINATE = "terminate"
     DECIDE = "decide"
     RETRY = "retry"  # re-run a failed / given-up / cancelled run from a journaled step
+    RELEASE = "release"  # free one resource of a run (irq release --force)
 
 
 class DecisionKind(StrEnum):
@@ -579,6 +581,7 @@ class CommandResult(BaseModel):
     plan: ActionPlan | None = None
     replayed: bool = False  # the same idempotency key was seen before; nothing was re-sent
     new_run_id: str | None = None  # retry: the new run that carries the work (a fork)
+    release: ReleaseOutcome | None = None  # release: how it was released, and verified or not
 
     def contract(self) -> dict[str, Any]:
         return {
@@ -591,6 +594,7 @@ class CommandResult(BaseModel):
             "plan": self.plan.contract() if self.plan else None,
             "replayed": self.replayed,
             "new_run_id": self.new_run_id,
+            "release": self.release.contract() if self.release else None,
         }
 
 

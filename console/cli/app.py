@@ -24,6 +24,7 @@ from console.cli import (
     obligations,
     per_call,
     policy,
+    release,
     retry,
     runs,
     show,
@@ -132,6 +133,7 @@ _command("leaks", "Observe", leaks.leaks_command)
 for _action in ("pause", "resume", "cancel", "terminate"):
     _command(_action, "Act on runs", actions.make_action_command(_action))
 _command("retry", "Act on runs", retry.retry_command)
+_command("release", "Act on runs", release.release_command)
 _command("drill", "Act on runs", drill_command)
 app.add_typer(jobs_app, name="jobs", rich_help_panel="Act on runs")
 # decide interrupts

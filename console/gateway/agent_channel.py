@@ -11,6 +11,7 @@ from collections import Counter
 from typing import cast
 
 from backend_adapters.base import Backend
+from console.gateway.agent_links import AgentLinks
 from console.gateway.auth import Principal
 from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
@@ -30,6 +31,7 @@ from console.gateway.protocol import (
     parse_agent_frame,
 )
 from console.gateway.refusals import RefusalLedger
+from console.gateway.release_frames import ReleaseResult
 from console.gateway.settings import GatewaySettings
 from console.gateway.socket import GatewaySocket
 
@@ -43,8 +45,11 @@ class AgentChannel:
 
     def __init__(self, settings: GatewaySettings, hub: Hub, backends: dict[str, Backend],
                  policy: PolicyState, policy_events: PolicyEvents, refusals: RefusalLedger,
-                 counters: Counter[str]) -> None:
+                 counters: Counter[str], links: AgentLinks | None = None) -> None:
+        """``links``: where the connections are filed by token, for the release requests
+        sent back to agents (agent_links.py)."""
         self.settings, self.hub, self.backends = settings, hub, backends
+        self.links = links if links is not None else AgentLinks()
         self.policy, self.policy_events = policy, policy_events
         self.refusals, self.counters = refusals, counters
         self.agents: set[GatewaySocket] = set()  # open connections (policy frames go to all)
@@ -66,11 +71,13 @@ class AgentChannel:
         budget = TokenBucket(self.settings.agent_frames_per_s, self.settings.agent_frames_burst)
         told_limited = 0.0
         self.agents.add(ws)  # in the same tick as the frame: a reload cannot fall between
+        self.links.attach(who.token_id, ws)
         try:
             await ws.send(dumps(self.policy.agent_frame()))
             await self._frames(ws, who, reporter, budget, told_limited)
         finally:
             self.agents.discard(ws)
+            self.links.detach(who.token_id, ws)
 
     def policy_reloaded(self, result: ReloadResult) -> None:
         """A new policy goes to every agent connection and to clients; a refused file is a
@@ -125,6 +132,8 @@ class AgentChannel:
                     await ws.send(dumps({"type": "pong", "id": msg.id}))
                 elif isinstance(msg, Hello):
                     raise FrameError("invalid", "hello was already received")
+                elif isinstance(msg, ReleaseResult):  # after the beat that reports it
+                    self.links.answered(who.token_id, msg)
                 else:  # a policy_event
                     action = "policy_event"
                     key = self.backend_key(msg)

@@ -37,6 +37,7 @@ from console.gateway.protocol import (
     error_frame,
 )
 from console.gateway.refusals import RefusalLedger
+from console.gateway.release_commands import ReleaseRefusal
 from console.gateway.retry_commands import RetryRefusal
 from console.gateway.settings import GatewaySettings
 from console.gateway.socket import GatewaySocket
@@ -168,6 +169,8 @@ class ClientRequests:
                 raise FrameError("invalid", "plan needs 'action' and 'targets'", q.id)
             if q.action is Action.RETRY:
                 return await self.retry_plan(q)
+            if q.action is Action.RELEASE:
+                return self.release_plan(q)
             return self.executor.plan_for(q.action, q.targets).contract()
         # run detail
         if not q.run_id:
@@ -176,6 +179,17 @@ class ClientRequests:
         if run is None:
             raise FrameError("not_found", f"no such run: {q.run_id}", q.id)
         return await self.run_detail(run, now)
+
+    def release_plan(self, q: Query) -> dict[str, Any]:
+        """A forced release's plan (what will be called), or an error frame naming why
+        there is none (no such resource; no release declared for its kind)."""
+        assert q.targets is not None
+        if len(q.targets) != 1 or not q.resource:
+            raise FrameError("invalid", "a release plan is for one run and one 'resource'", q.id)
+        planned = self.executor.releases.plan_for(q.targets[0], q.resource)
+        if isinstance(planned, ReleaseRefusal):
+            raise FrameError(planned.error, planned.detail, q.id)
+        return planned.plan.contract()
 
     async def retry_plan(self, q: Query) -> dict[str, Any]:
         """A retry's plan needs the backend (its steps): one run at a time; a run that cannot

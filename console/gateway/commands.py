@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Callable
 
 from backend_adapters.base import Backend
+from console.gateway.agent_links import AgentLinks
 from console.gateway.approval_store import ApprovalStore
 from console.gateway.approval_view import ApprovalView
 from console.gateway.auth import Principal
@@ -26,6 +27,7 @@ from console.gateway.hub import Hub
 from console.gateway.journal_store import JournalStore
 from console.gateway.protocol import Command
 from console.gateway.refusals import RefusalLedger
+from console.gateway.release_commands import ReleaseCommands
 from console.gateway.retry_commands import RetryCommands
 from console.gateway.run_actions import RunActions
 from console.model import Action, ActionPlan, CommandResult, Decision, Role, Run
@@ -44,9 +46,13 @@ class CommandExecutor:
         policy_engine: EngineProvider | None = None,
         refusals: RefusalLedger | None = None,
         unread: set[str] | None = None,
+        release_programs: dict[str, list[str]] | None = None,
+        agent_links: AgentLinks | None = None,
     ) -> None:
         """``approvals``: the view the hub shows interrupts through (the gateway gives both
-        the same); without one, the journal's approvals under ``policy_engine``'s rules."""
+        the same); without one, the journal's approvals under ``policy_engine``'s rules.
+        ``release_programs`` and ``agent_links``: the two ways of ``irq release --force``
+        (release_commands.py)."""
         self.hub = hub
         self.journal = journal
         self.backends = backends
@@ -57,6 +63,10 @@ class CommandExecutor:
                                   release_verify_s=release_verify_s)
         self.decisions = Decisions(hub, self.book, backends, self.governance)
         self.retries = RetryCommands(hub, self.book, backends, self.governance)
+        self.releases = ReleaseCommands(
+            hub, self.book, backends, self.governance, release_programs or {},
+            agent_links if agent_links is not None else AgentLinks(),
+            verify_s=release_verify_s)
 
     @property
     def unread(self) -> set[str]:
@@ -88,6 +98,8 @@ class CommandExecutor:
         targets = dict.fromkeys(cmd.targets)
         if cmd.action is Action.RETRY:
             return list(await asyncio.gather(*(self.retries.run(cmd, who, t) for t in targets)))
+        if cmd.action is Action.RELEASE:  # one run (protocol.py)
+            return [await self.releases.run(cmd, who, cmd.targets[0])]
         return list(await asyncio.gather(*(self.actions.run(cmd, who, t) for t in targets)))
 
     def _forbidden(self, cmd: Command, who: Principal) -> list[CommandResult]:
@@ -131,6 +143,8 @@ class CommandExecutor:
                 done = await self.decisions.recover(row, who)
             elif row.action == Action.RETRY.value:
                 done = await self.retries.recover(row, who)
+            elif row.action == Action.RELEASE.value:
+                done = await self.releases.recover(row, who)
             else:
                 done = await self.actions.recover(row, who)
             left += 0 if done else 1

@@ -31,6 +31,7 @@ from console.model import Action, DecisionKind
 if TYPE_CHECKING:
     from console.gateway.job_frames import JobCommand
     from console.gateway.policy_frames import PolicyCommand, PolicyEvent
+    from console.gateway.release_frames import ReleaseResult
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1 << 20  # 1 MiB
@@ -111,6 +112,8 @@ class Command(_Msg):
     decision: DecisionBody | None = None
     #: retry: the first step to run again (a step's name or index; None: the failed step)
     from_step: str | None = Field(default=None, max_length=256)
+    #: release: the resource of the (one) target run to free
+    resource: str | None = Field(default=None, max_length=512)
 
 
 class Query(_Msg):
@@ -124,6 +127,7 @@ class Query(_Msg):
     action: Action | None = None
     targets: list[str] | None = Field(default=None, max_length=MAX_TARGETS)
     from_step: str | None = Field(default=None, max_length=256)  # plan of a retry
+    resource: str | None = Field(default=None, max_length=512)  # plan of a release
     limit: int = Field(default=100, ge=1, le=10_000)
     target_prefix: str | None = None
     since: datetime | None = None  # audit: entries at or after this time
@@ -327,15 +331,23 @@ def parse_client_frame(
             )
         if msg.action is not Action.DECIDE and msg.decision is not None:
             raise FrameError("invalid", "'decision' is only valid with action 'decide'", msg.id)
+        if msg.action is Action.RELEASE and (not msg.resource or len(msg.targets) != 1):
+            raise FrameError("invalid", "release needs a 'resource' and exactly one run target",
+                             msg.id)
     return msg
 
 
 def parse_agent_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
-) -> Hello | AgentHeartbeat | AgentHeartbeats | Ping | PolicyEvent:
+) -> Hello | AgentHeartbeat | AgentHeartbeats | Ping | PolicyEvent | ReleaseResult:
     data = _decode(raw, max_bytes)
     if data["type"] == "heartbeats":
         return parse_heartbeats(data)
+    if data["type"] == "release_result":
+        from console.gateway.release_frames import ReleaseResult
+
+        result: ReleaseResult = _validate(TypeAdapter(ReleaseResult), data, {"release_result"})
+        return result
     if data["type"] == "policy_event":
         from console.gateway.policy_frames import parse_policy_event
 

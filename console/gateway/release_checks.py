@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console.gateway.agent_beats import AgentBeats, BeatFacts, Reporter
+from console.model import Resource
 
 
 @dataclass
@@ -84,16 +85,33 @@ class ReleaseChecks:
     def suspect_leak(self, run_id: str) -> None:
         """No release report by the deadline: the expected resources are suspected leaked."""
         check = self.checks.pop(run_id)
-        beat = self.beats.facts.get(run_id)
-        if beat is not None and beat.resources is not None:
-            marked = [
-                r.model_copy(update={"state": "suspected_leak"})
-                if r.id in check.expected and r.state != "released" else r
-                for r in beat.resources
-            ]
-            self.beats.facts[run_id] = beat._replace(resources=marked)
+        self.mark_suspected(run_id, check.expected)
         self.publish("notice", {
             "level": "warning", "run_id": run_id,
             "message": f"{run_id}: no release report after {check.action}; suspected leak of "
             + ", ".join(sorted(check.expected)),
         })
+
+    def mark_suspected(self, run_id: str, resource_ids: set[str]) -> bool:
+        """Mark those of ``resource_ids`` the run's latest agent beat does not report
+        released ``suspected_leak`` (until a beat says otherwise); False when the run has no
+        agent beat to mark (its resources come from the adapter alone)."""
+        beat = self.beats.facts.get(run_id)
+        if beat is None or beat.resources is None:
+            return False
+        marked = [
+            r.model_copy(update={"state": "suspected_leak"})
+            if r.id in resource_ids and r.state != "released" else r
+            for r in beat.resources
+        ]
+        self.beats.facts[run_id] = beat._replace(resources=marked)
+        return True
+
+    def reported_since(self, run_id: str, since: datetime) -> list[Resource] | None:
+        """The resources of the run's latest agent beat when the gateway accepted it at or
+        after ``since`` (None: no beat since, or it listed none)."""
+        seen = self.beats.seen.get(run_id)
+        beat = self.beats.facts.get(run_id)
+        if seen is None or seen < since or beat is None:
+            return None
+        return beat.resources

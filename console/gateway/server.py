@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from backend_adapters.base import Backend
 from backend_adapters.registry import BackendURLError, open_backend, parse_backend_url
 from console.gateway.agent_channel import AgentChannel
+from console.gateway.agent_links import AgentLinks
 from console.gateway.approval_store import ApprovalStore
 from console.gateway.approval_view import ApprovalView
 from console.gateway.auth import TokenStore, tokens_path
@@ -116,11 +117,15 @@ class Gateway:
         self.first_reads = FirstReads(self.backends)
         self.refusals = RefusalLedger(self._audit_refusal,
                                       interval_s=settings.refusal_interval_s)
+        #: the agents' connections by token: the executor asks them to release resources
+        self.agent_links = AgentLinks()
         self.executor = CommandExecutor(self.hub, self.journal, self.backends,
                                         approvals=self.approvals,
                                         release_verify_s=settings.release_verify_s,
                                         fault_hook=fault_hook, refusals=self.refusals,
-                                        unread=self.first_reads.unread)
+                                        unread=self.first_reads.unread,
+                                        release_programs=settings.release_commands,
+                                        agent_links=self.agent_links)
         # a shared journal: each backend context polled by one gateway (its leaseholder),
         # what each observes sent to the others (context_leases.py, peering.py)
         self.leases = ContextLeases(self.journal, settings.owner, list(self.backends))
@@ -137,7 +142,8 @@ class Gateway:
                                 audit=self.executor.book.audit)
         self.counters: Counter[str] = Counter()
         self.agent_channel = AgentChannel(settings, self.hub, self.backends, self.policy,
-                                   self.policy_events, self.refusals, self.counters)
+                                   self.policy_events, self.refusals, self.counters,
+                                   self.agent_links)
         self.policy_commands = PolicyCommands(self.hub, self.journal, self.obligations,
                                               self.policy, self.agent_channel.policy_reloaded,
                                               self.refusals)
