@@ -28,6 +28,7 @@ from console.model import (
     utcnow,
 )
 from console.policy.model import Obligation
+from console.prices import PriceTable
 from console.protocol_version import PROTOCOL_VERSION as PROTOCOL_VERSION
 
 #: the largest message a client takes: a snapshot of 100,000 runs is ~75 MB
@@ -170,6 +171,9 @@ class GatewayClient:
         self.identity = ""
         self.role = ""
         self.server = ""
+        #: the gateway's price table (welcome): the fleet's cost sort uses the same prices
+        #: as the plans (an older gateway sends none: empty)
+        self.prices = PriceTable()
         self._ws: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -290,6 +294,7 @@ class GatewayClient:
             self.identity = frame.get("identity", "")
             self.role = frame.get("role", "")
             self.server = frame.get("server", "")
+            self.prices = PriceTable.from_contract(frame.get("prices"))
             if not self.snapshot:
                 self._mark_ready()  # nothing else comes until it asks
         elif kind == "snapshot":

@@ -29,6 +29,7 @@ from console.gateway.refusals import RefusalLedger
 from console.gateway.retry_commands import RetryCommands
 from console.gateway.run_actions import RunActions
 from console.model import Action, ActionPlan, CommandResult, Decision, Role, Run
+from console.prices import PriceTable
 
 
 class CommandExecutor:
@@ -44,6 +45,7 @@ class CommandExecutor:
         policy_engine: EngineProvider | None = None,
         refusals: RefusalLedger | None = None,
         unread: set[str] | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         """``approvals``: the view the hub shows interrupts through (the gateway gives both
         the same); without one, the journal's approvals under ``policy_engine``'s rules."""
@@ -54,9 +56,9 @@ class CommandExecutor:
         self.book = CommandBook(hub, journal, refusals=refusals, unread=unread,
                                 fault_hook=fault_hook)
         self.actions = RunActions(hub, self.book, backends, self.governance,
-                                  release_verify_s=release_verify_s)
+                                  release_verify_s=release_verify_s, prices=prices)
         self.decisions = Decisions(hub, self.book, backends, self.governance)
-        self.retries = RetryCommands(hub, self.book, backends, self.governance)
+        self.retries = RetryCommands(hub, self.book, backends, self.governance, prices=prices)
 
     @property
     def unread(self) -> set[str]:

@@ -117,7 +117,8 @@ class Gateway:
                                         approvals=self.approvals,
                                         release_verify_s=settings.release_verify_s,
                                         fault_hook=fault_hook, refusals=self.refusals,
-                                        unread=self.first_reads.unread)
+                                        unread=self.first_reads.unread,
+                                        prices=settings.prices)
         # a shared journal: each backend context polled by one gateway (its leaseholder),
         # what each observes sent to the others (context_leases.py, peering.py)
         self.leases = ContextLeases(self.journal, settings.owner, list(self.backends))
