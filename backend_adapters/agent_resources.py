@@ -14,11 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict
 
+#: what a pause does to a resource: ``keep`` it held, ``release`` it, or ``snapshot`` it --
+#: its state (a sandbox, a KV cache) is saved and the resource freed on pause (the helper
+#: calls its ``release``, which saves), and restored on resume (``acquire`` runs again and
+#: restores); plans count it as kept, ``irq drill`` times the restore
+PausePolicy = Literal["keep", "release", "snapshot"]
+
 
 class ResourceEntry(TypedDict, total=False):
     id: str
     kind: str
-    on_pause: Literal["keep", "release"]
+    on_pause: PausePolicy
     on_cancel: Literal["release", "keep"]
     state: Literal["held", "released"]
     detail: str
@@ -32,7 +38,7 @@ class DeclaredResource(Protocol):
     @property
     def kind(self) -> str: ...
     @property
-    def on_pause(self) -> Literal["keep", "release"]: ...
+    def on_pause(self) -> PausePolicy: ...
     @property
     def on_cancel(self) -> Literal["release", "keep"]: ...
     @property
@@ -71,7 +77,7 @@ class AcquiredResource:
 
     id: str
     kind: str = "resource"
-    on_pause: Literal["keep", "release"] = "keep"
+    on_pause: PausePolicy = "keep"
     on_cancel: Literal["release", "keep"] = "release"
     detail: str = ""
     acquire: Callable[[], Any] | None = None

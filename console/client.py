@@ -28,6 +28,7 @@ from console.model import (
     utcnow,
 )
 from console.policy.model import Obligation
+from console.prices import PriceTable
 from console.protocol_version import PROTOCOL_VERSION as PROTOCOL_VERSION
 
 #: the largest message a client takes: a snapshot of 100,000 runs is ~75 MB
@@ -73,6 +74,9 @@ class FleetView:
     received_at: datetime | None = None
     obligations: dict[str, Obligation] = field(default_factory=dict)
     policy: dict[str, Any] | None = None  # {version, source, loaded_at, rules} of the gateway
+    #: the gateway's price table (its welcome; a recorded snapshot may carry one): the
+    #: fleet's cost sort uses the prices the plans use (an older gateway sends none)
+    prices: PriceTable = field(default_factory=PriceTable)
 
     def load_snapshot(self, frame: dict[str, Any]) -> None:
         self.epoch = frame.get("epoch", "")
@@ -89,6 +93,8 @@ class FleetView:
             o["id"]: Obligation.model_validate(o) for o in frame.get("obligations", [])
         }
         self.policy = frame.get("policy")
+        if "prices" in frame:
+            self.prices = PriceTable.from_contract(frame["prices"])
         self.received_at = utcnow()
 
     def apply(self, event: dict[str, Any]) -> bool:
@@ -290,6 +296,7 @@ class GatewayClient:
             self.identity = frame.get("identity", "")
             self.role = frame.get("role", "")
             self.server = frame.get("server", "")
+            self.view.prices = PriceTable.from_contract(frame.get("prices"))
             if not self.snapshot:
                 self._mark_ready()  # nothing else comes until it asks
         elif kind == "snapshot":

@@ -24,6 +24,10 @@ Config file::
     [resources.gpu]   # irq release RUN RESOURCE --force: argv + RUN_ID RESOURCE_ID, no shell
     release_command = ["/usr/local/bin/free-gpu", "--now"]
 
+    [prices]          # work at risk and cost held: per hour per unit, by resource kind
+    gpu = 2.50
+    currency = "USD"
+
     [keys]            # TUI key remapping: binding id = "keys"
     pause = "p"
 """
@@ -42,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from console.durations import parse_duration
 from console.notify_config import NotifySettings
+from console.prices import PriceTable, price_table_of
 from console.resource_kinds import ResourceKindFile
 
 DEFAULT_URL = "ws://127.0.0.1:7433"
@@ -175,6 +180,13 @@ class ConfigFile(BaseModel):
     keys: dict[str, str] = {}
     notify: NotifySettings = NotifySettings()  # [notify]: TUI bell/desktop (console/notify_config)
     resources: dict[str, ResourceKindFile] = {}  # [resources.KIND]: release_command
+    prices: dict[str, Any] = {}  # [prices]: KIND = per hour, currency (console/prices.py)
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, value: dict[str, Any]) -> dict[str, Any]:
+        price_table_of(value)  # raises with the key that is wrong
+        return value
 
 
 _TABLE_KEYS: dict[str, tuple[str, ...]] = {
@@ -244,6 +256,7 @@ class Config:
     path: Path | None = None
     notify: NotifySettings = field(default_factory=NotifySettings)
     resources: dict[str, ResourceKindFile] = field(default_factory=dict)
+    prices: PriceTable = field(default_factory=PriceTable)
 
     def context(self, name: str | None = None) -> Context:
         """The named context, else the current one, else an unnamed default."""
@@ -284,6 +297,7 @@ def parse_config(text: str, path: Path) -> Config:
         path=path,
         notify=parsed.notify,
         resources=dict(parsed.resources),
+        prices=price_table_of(parsed.prices),
     )
 
 
@@ -329,6 +343,8 @@ def render_config(config: Config) -> str:
     if config.resources:
         data["resources"] = {k: v.model_dump(exclude_none=True)
                              for k, v in sorted(config.resources.items())}
+    if config.prices:
+        data["prices"] = {**config.prices.per_hour, "currency": config.prices.currency}
     return tomli_w.dumps(data)
 
 

@@ -14,6 +14,11 @@ A run recovered *cleanly* when
   preemption and are not counted);
 - every resource it held is held again (an at-least-once agent re-acquires on restart),
   none is a suspected leak; a completed run holds none it should have released.
+
+Measured besides: the work at risk when it was preempted (console/work_at_risk.py: minutes
+since its last step x GPUs, money with the gateway's prices) and, for resources declared
+``on_pause = "snapshot"``, the restore: seconds from the recovery to the agent reporting
+every one of them held again (``restore_after_s``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from console.model import JournalStep, Resource
+from console.run_facts import WorkAtRisk
 
 FIELDS = (
     "run_id",
@@ -37,6 +43,9 @@ FIELDS = (
     "resources_ok",
     "clean",
     "detail",
+    "work_at_risk",
+    "snapshot_resources",
+    "restore_after_s",
 )
 
 
@@ -55,6 +64,9 @@ class Observation:
     resources_after: list[Resource] = field(default_factory=list)
     preempt_error: str | None = None  # the preempt command failed: nothing was observed
     timed_out: bool = False
+    work_at_risk: WorkAtRisk | None = None  # when it was preempted
+    #: snapshot resources all reported held again (None: not yet, or none to restore)
+    restored_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,9 @@ class DrillResult:
     resources_ok: bool
     clean: bool
     detail: str
+    work_at_risk: dict[str, Any] | None = None  # WorkAtRisk.contract() at the preemption
+    snapshot_resources: list[str] = field(default_factory=list)  # on_pause = "snapshot"
+    restore_after_s: float | None = None  # from the recovery to them held again
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,10 +148,14 @@ def check_resources(
 def evaluate(obs: Observation) -> DrillResult:
     """The report row for one run."""
     start = obs.preempted_at
+    snapshot = [r.id for r in obs.resources_before
+                if r.on_pause == "snapshot" and r.state == "held"]
     base: dict[str, Any] = {
         "run_id": obs.run_id,
         "backend": obs.backend,
         "preempted_at": start.isoformat(),
+        "work_at_risk": obs.work_at_risk.contract() if obs.work_at_risk else None,
+        "snapshot_resources": snapshot,
     }
     if obs.preempt_error is not None:
         return DrillResult(**base, late_after_s=None, lost_after_s=None,
@@ -163,6 +182,10 @@ def evaluate(obs: Observation) -> DrillResult:
     if allowed:
         notes.append("in-flight step re-ran: " + ", ".join(allowed))
     notes.extend(problems)
+    restore = (_since(obs.recovered_at, obs.restored_at)
+               if obs.recovered_at is not None and snapshot else None)
+    if restore is not None:
+        notes.append(f"snapshot restored in {restore:.1f}s: {', '.join(snapshot)}")
     clean = recovered and not reruns.completed and resources_ok
     return DrillResult(
         **base,
@@ -174,4 +197,5 @@ def evaluate(obs: Observation) -> DrillResult:
         resources_ok=resources_ok,
         clean=clean,
         detail="; ".join(notes),
+        restore_after_s=restore,
     )

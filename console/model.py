@@ -99,7 +99,9 @@ class Resource(BaseModel):
 
     id: str
     kind: str = "resource"
-    on_pause: Literal["keep", "release"] = "keep"
+    #: "snapshot": the agent saves its state on pause and restores it on resume (a sandbox,
+    #: a KV cache); a pause keeps it (console/work_at_risk.py)
+    on_pause: Literal["keep", "release", "snapshot"] = "keep"
     on_cancel: Literal["release", "keep"] = "release"
     state: Literal["held", "released", "suspected_leak"] = "held"
     detail: str = ""

@@ -62,6 +62,9 @@ class WorkAtRisk(BaseModel):
     cost: float | None = None  # money, when a price table is configured
     currency: str = ""
     snapshot: list[str] = Field(default_factory=list)  # resources saved on pause, restored
+    gpus: float = 0.0  # GPU units held (gpu_minutes = minutes x gpus)
+    since: datetime | None = None  # where ``minutes`` count from (last step, else start)
+    counted_from: str = ""  # "last_step" | "start" | "" (neither known: minutes is 0)
 
     def contract(self) -> dict[str, Any]:
         return {
@@ -71,6 +74,9 @@ class WorkAtRisk(BaseModel):
             "cost": self.cost,
             "currency": self.currency,
             "snapshot": list(self.snapshot),
+            "gpus": self.gpus,
+            "since": self.since.isoformat() if self.since else None,
+            "counted_from": self.counted_from,
         }
 
 

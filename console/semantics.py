@@ -169,7 +169,9 @@ def _plan_resources(action: Action, run: Run, out: ActionPlan) -> None:
             continue
         item = PlannedResource(run_id=run.id, id=res.id, kind=res.kind)
         if action is Action.PAUSE:
-            (out.resources_kept if res.on_pause == "keep" else out.resources_released).append(item)
+            # a snapshot resource's state is saved and restored: kept, as far as the run goes
+            kept = res.on_pause in ("keep", "snapshot")
+            (out.resources_kept if kept else out.resources_released).append(item)
         elif action is Action.CANCEL:
             (out.resources_kept if res.on_cancel == "keep" else out.resources_released).append(
                 item

@@ -653,7 +653,7 @@ def _text(value: Any) -> str | None:
 
 
 def _pause_policy(resource: AgentResource) -> bool:
-    return resource.on_pause == "release"
+    return resource.on_pause in ("release", "snapshot")  # a snapshot is saved, then freed
 
 
 def _cancel_policy(resource: AgentResource) -> bool:

@@ -87,7 +87,7 @@ class AgentResource:
 
     id: str
     kind: str = "resource"
-    on_pause: Literal["keep", "release"] = "keep"
+    on_pause: Literal["keep", "release", "snapshot"] = "keep"  # snapshot: saved, released
     on_cancel: Literal["release", "keep"] = "release"
     detail: str = ""
     release: Callable[[], Any] | None = None

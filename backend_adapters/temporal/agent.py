@@ -370,7 +370,7 @@ class HeldResource:
 
     id: str
     kind: str = "resource"
-    on_pause: Policy = "keep"
+    on_pause: Literal["keep", "release", "snapshot"] = "keep"  # snapshot: saved, released
     on_cancel: Policy = "release"
     acquire: Hook | None = None
     release: Hook | None = None
@@ -486,7 +486,7 @@ class AgentActivity:
         kind = interruption_kind(exc)
         self.outcome = kind
         if kind in ("paused", "reset", "preempted"):
-            policy_of: Callable[[HeldResource], Policy] = lambda r: r.on_pause  # noqa: E731
+            policy_of: Callable[[HeldResource], str] = lambda r: r.on_pause  # noqa: E731
         elif kind in ("cancelled", "failed"):
             policy_of = lambda r: r.on_cancel  # noqa: E731
         else:

@@ -103,6 +103,13 @@ def serve_command(
                      "after this long (e.g. 30d); the audit trail stays. Default: the "
                      "context's retention, else 30d."),
     ] = None,
+    price: Annotated[
+        list[str] | None,
+        typer.Option("--price", show_default=False,
+                     help="Price per hour of one unit of a resource kind, KIND=AMOUNT "
+                     "(repeatable, e.g. gpu=2.50): plans show the work at risk in money. "
+                     "Over the config file's [prices]."),
+    ] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings
@@ -120,7 +127,7 @@ def serve_command(
                                policy_path=policy,
                                notify=notify_settings(webhook or [], notify_config),
                                journal=journal or "", gateway_id=gateway_id or "",
-                               **_upkeep(ctx, retention))
+                               **_upkeep(ctx, retention, price or []))
     from console.gateway.journal_store import is_postgres_url, redacted
 
     if journal and not is_postgres_url(journal):
@@ -136,9 +143,9 @@ def serve_command(
     _serve_until_stopped(run_gateway(settings), host, port)
 
 
-def _upkeep(ctx: typer.Context, retention: str | None) -> dict[str, Any]:
-    """The settings of retention (flag > context > 30d) and of the release commands of
-    ``[resources.KIND]``."""
+def _upkeep(ctx: typer.Context, retention: str | None, prices: list[str]) -> dict[str, Any]:
+    """The settings of retention (flag > context > 30d), of the release commands of
+    ``[resources.KIND]`` and of the prices (``--price`` > ``[prices]``)."""
     from console.config import ConfigError, load_config
     from console.durations import parse_duration
     from console.resource_kinds import release_commands
@@ -149,7 +156,13 @@ def _upkeep(ctx: typer.Context, retention: str | None) -> dict[str, Any]:
                                  or os.environ.get("IRQ_CONTEXT") or None)
     except ConfigError as exc:
         fail(ExitCode.USAGE, str(exc))
+    from console.prices import parse_price_flag
+
     upkeep: dict[str, Any] = {"release_commands": release_commands(config.resources)}
+    try:
+        upkeep["prices"] = config.prices.with_prices(dict(parse_price_flag(p) for p in prices))
+    except ValueError as exc:
+        fail(ExitCode.USAGE, f"--price: {exc}")
     text = retention or context.retention
     if text:
         try:

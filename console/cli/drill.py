@@ -4,7 +4,10 @@ For each selected run (active, beating; by default one per backend) the context'
 ``preempt_command`` preempts its agent (irq never kills a process it did not start); the
 live gateway subscription then times ``late``, ``lost`` and the recovery, and the run's
 journal and resources before and after say whether only the in-flight step re-ran and every
-resource is held again. The evaluation is :mod:`console.drill_report`.
+resource is held again. The work each preemption puts at risk (console/work_at_risk.py, at
+the gateway's prices) is shown before the confirmation and reported per run, and so is the
+restore of resources declared ``on_pause = "snapshot"``. The evaluation is
+:mod:`console.drill_report`.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ if TYPE_CHECKING:
     from console.client import FleetView, GatewayClient
     from console.config import Connection
     from console.drill_report import DrillResult, Observation
-    from console.model import JournalStep, Run
+    from console.model import JournalStep, Resource, Run
+    from console.prices import PriceTable
 
 ACTIVE = ("running", "waiting")
 SETTLE_S = 1.5  # after recovery: let the re-run step finish and the journal catch up
@@ -64,20 +68,24 @@ def drill_command(
     refuse_unconfirmable(conn, "preempt runs", yes=yes, dry_run=False)
     template = _preempt_template(conn)
 
-    async def select(client: GatewayClient) -> list[Run]:
-        return select_runs(client.view, filter_, count)
+    async def select(client: GatewayClient) -> tuple[list[Run], PriceTable]:
+        return select_runs(client.view, filter_, count), client.view.prices
 
-    targets = with_gateway(conn, select)
+    targets, prices = with_gateway(conn, select)
     if not targets:
         fail(ExitCode.NOT_FOUND, "no active run with heartbeats matches: nothing to preempt")
     if output is OutputFormat.TEXT or interactive():
-        table = make_table("RUN", "BACKEND", "STATE", "COMMAND")
+        table = make_table("RUN", "BACKEND", "STATE", "WORK AT RISK", "COMMAND")
+        from console.model import utcnow
         from console.preempt_template import preempt_argv
+        from console.work_at_risk import describe, work_at_risk
 
         for run in targets:
             argv = preempt_argv(template, run_id=run.id, native_id=run.native_id,
                                 backend=run.backend, context=run.context)
-            table.add_row(esc(run.id), esc(run.backend), esc(run.state.value), esc(" ".join(argv)))
+            risk = describe(work_at_risk(run, utcnow(), prices))
+            table.add_row(esc(run.id), esc(run.backend), esc(run.state.value), esc(risk),
+                          esc(" ".join(argv)))
         if output is OutputFormat.TEXT:
             print_table(table)
         else:  # stdout carries the JSON document only
@@ -201,9 +209,11 @@ async def _drill_one(
     from console.model import RunState, utcnow
     from console.preempt_template import preempt_argv
     from console.semantics import unified_state
+    from console.work_at_risk import work_at_risk
 
     current = client.view.runs.get(run.id, run)
     resources_before = list(current.resources)
+    risk = work_at_risk(current, utcnow(), client.view.prices)
     argv = preempt_argv(template, run_id=run.id, native_id=run.native_id,
                         backend=run.backend, context=run.context)
     error = await _preempt(argv)
@@ -213,6 +223,7 @@ async def _drill_one(
     common: dict[str, Any] = {
         "run_id": run.id, "backend": run.backend, "preempted_at": preempted_at,
         "journal_before": before, "resources_before": resources_before,
+        "work_at_risk": risk,
     }
     if error is not None:
         return Observation(**common, preempt_error=error)
@@ -232,13 +243,16 @@ async def _drill_one(
             fresh = seen.heartbeat_at is not None and seen.heartbeat_at > preempted_at
             if state is RunState.COMPLETED or (state.value in ACTIVE and fresh):
                 recovered = "completed" if state is RunState.COMPLETED else "running"
+                restored_at = (await _restored(client, run.id, resources_before, deadline)
+                               if recovered == "running" else None)
+                seen = client.view.runs.get(run.id, seen)
                 # resources as the recovered agent reports them now: once the re-run step
                 # finishes, a step-scoped resource is released again, as it should be
                 held = list(seen.resources)
                 after, final = await _settled(client, run.id, before, deadline)
                 return Observation(
                     **common, late_at=late_at, lost_at=lost_at, recovered_at=now,
-                    recovered_state=recovered, journal_after=after,
+                    recovered_state=recovered, journal_after=after, restored_at=restored_at,
                     resources_after=list(final.resources) if final and recovered ==
                     "completed" else held,
                 )
@@ -247,6 +261,24 @@ async def _drill_one(
         await asyncio.sleep(0.1)
     return Observation(**common, late_at=late_at, lost_at=lost_at,
                        timed_out=time.monotonic() >= deadline)
+
+
+async def _restored(client: GatewayClient, run_id: str, before: list[Resource],
+                    deadline: float) -> datetime | None:
+    """When the recovered agent reports every ``on_pause = "snapshot"`` resource it held
+    before held again (its state restored); None when it has none or not by the deadline."""
+    import asyncio
+
+    from console.model import utcnow
+
+    wanted = {r.id for r in before if r.on_pause == "snapshot" and r.state == "held"}
+    while wanted and time.monotonic() < deadline:
+        seen = client.view.runs.get(run_id)
+        held = {r.id for r in seen.resources if r.state == "held"} if seen else set()
+        if wanted <= held:
+            return utcnow()
+        await asyncio.sleep(0.05)
+    return None
 
 
 async def _settled(

@@ -84,6 +84,7 @@ def render_plan(
         console.print(f"[bold]{title}:[/]")
         for line in lines:
             console.print(f"  [{style}]{esc(line)}[/]" if style else f"  {esc(line)}")
+    _render_work_at_risk(plan, console, many=many)
     warnings = [str(w) for w in plan.get("warnings") or []]
     if warnings:
         console.print("[bold]warnings:[/]")
@@ -136,3 +137,19 @@ def print_results(results: list[CommandResult], fmt: OutputFormat) -> ExitCode:
 
     emit(fmt, contracts, text)
     return code_for_results(results)
+
+
+def _render_work_at_risk(plan: dict[str, Any], console: Console, *, many: bool) -> None:
+    """``work at risk: 42 min since the last step × 2 gpu = 84 GPU-min ($3.50)`` per run,
+    and the resources saved on pause and restored on resume (console/work_at_risk.py)."""
+    from console.run_facts import WorkAtRisk
+    from console.work_at_risk import describe, snapshot_note
+
+    for item in plan.get("work_at_risk") or []:
+        risk = WorkAtRisk.model_validate(item)
+        who = f"{risk.run_id}: " if many else ""
+        if risk.minutes or risk.gpus or risk.cost:
+            console.print(f"[bold]work at risk:[/] [yellow]{esc(who + describe(risk))}[/]")
+        note = snapshot_note(risk) if plan.get("action") == "pause" else None
+        if note:
+            console.print(f"[bold]snapshot:[/] [green]{esc(who + note)}[/]")

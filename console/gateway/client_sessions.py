@@ -49,6 +49,7 @@ class ClientSessions:
             "identity": who.identity, "role": who.role.value, "epoch": self.hub.epoch,
             "seq": self.hub.seq,
             "max_frame_bytes": self.settings.max_frame_bytes,
+            "prices": self.settings.prices.contract(),  # the fleet's cost sort (prices.py)
         }))
         wake = asyncio.Event()
         sub: Subscriber | None = None

@@ -31,6 +31,7 @@ from console.gateway.release_commands import ReleaseCommands
 from console.gateway.retry_commands import RetryCommands
 from console.gateway.run_actions import RunActions
 from console.model import Action, ActionPlan, CommandResult, Decision, Role, Run
+from console.prices import PriceTable
 
 
 class CommandExecutor:
@@ -48,6 +49,7 @@ class CommandExecutor:
         unread: set[str] | None = None,
         release_programs: dict[str, list[str]] | None = None,
         agent_links: AgentLinks | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         """``approvals``: the view the hub shows interrupts through (the gateway gives both
         the same); without one, the journal's approvals under ``policy_engine``'s rules.
@@ -60,9 +62,9 @@ class CommandExecutor:
         self.book = CommandBook(hub, journal, refusals=refusals, unread=unread,
                                 fault_hook=fault_hook)
         self.actions = RunActions(hub, self.book, backends, self.governance,
-                                  release_verify_s=release_verify_s)
+                                  release_verify_s=release_verify_s, prices=prices)
         self.decisions = Decisions(hub, self.book, backends, self.governance)
-        self.retries = RetryCommands(hub, self.book, backends, self.governance)
+        self.retries = RetryCommands(hub, self.book, backends, self.governance, prices=prices)
         self.releases = ReleaseCommands(
             hub, self.book, backends, self.governance, release_programs or {},
             agent_links if agent_links is not None else AgentLinks(),

@@ -22,7 +22,9 @@ from console.gateway.journal_store import CommandRow, Intent
 from console.gateway.protocol import Command
 from console.gateway.run_actions import backend_for
 from console.model import Action, ActionPlan, CommandResult, Outcome, Run
+from console.prices import PriceTable
 from console.retry_rules import retry_action_plan, retry_refusal
+from console.work_at_risk import with_work_at_risk
 
 #: how long the plan may take to read the run's steps from the backend
 PLAN_TIMEOUT_S = 15.0
@@ -41,11 +43,12 @@ class RetryRefusal:
 
 class RetryCommands:
     def __init__(self, hub: Hub, book: CommandBook, backends: dict[str, Backend],
-                 governance: ApprovalView) -> None:
+                 governance: ApprovalView, *, prices: PriceTable | None = None) -> None:
         self.hub = hub
         self.book = book
         self.backends = backends
         self.governance = governance
+        self.prices = prices or PriceTable()  # the plan's work at risk in money
 
     # ------------------------------------------------------------------------ the plan
 
@@ -78,7 +81,8 @@ class RetryCommands:
             return RetryRefusal("failed", "unreachable",
                                 f"{run.backend} did not list the run's steps in "
                                 f"{PLAN_TIMEOUT_S:g}s")
-        return retry_action_plan(run, answer)
+        return with_work_at_risk(retry_action_plan(run, answer), [run], self.hub.clock(),
+                                 self.prices)
 
     # --------------------------------------------------------------------- the command
 

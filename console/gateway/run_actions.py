@@ -16,7 +16,9 @@ from console.gateway.hub import Hub
 from console.gateway.journal_store import CommandRow, Intent
 from console.gateway.protocol import Command
 from console.model import Action, ActionPlan, CommandResult, Run, RunState
+from console.prices import PriceTable
 from console.semantics import action_conflict, plan
+from console.work_at_risk import with_work_at_risk
 
 #: states that show an action already took effect (used when re-driving after a crash)
 _IN_EFFECT = {
@@ -30,12 +32,14 @@ _IN_EFFECT = {
 
 class RunActions:
     def __init__(self, hub: Hub, book: CommandBook, backends: dict[str, Backend],
-                 governance: ApprovalView, *, release_verify_s: float = 15.0) -> None:
+                 governance: ApprovalView, *, release_verify_s: float = 15.0,
+                 prices: PriceTable | None = None) -> None:
         self.hub = hub
         self.book = book
         self.backends = backends
         self.governance = governance  # the loaded policy's engine (and four-eyes view)
         self.release_verify_s = release_verify_s
+        self.prices = prices or PriceTable()  # the plans' work at risk in money
 
     def backend_for(self, run: Run) -> Backend | None:
         return backend_for(self.backends, run)
@@ -47,7 +51,9 @@ class RunActions:
             backend = self.backend_for(run)
             cap = backend.capabilities().actions.get(action) if backend else None
             ops[run.id] = list(cap.operations_for(run.state)) if cap else []
-        result = plan(action, runs, operations=ops)
+        now = self.hub.clock()
+        result = with_work_at_risk(plan(action, runs, operations=ops, now=now), runs, now,
+                                   self.prices)
         missing = [t for t in targets if t not in self.hub.runs]
         result.warnings.extend(f"unknown run: {t}" for t in missing)
         return result

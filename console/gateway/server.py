@@ -125,7 +125,8 @@ class Gateway:
                                         fault_hook=fault_hook, refusals=self.refusals,
                                         unread=self.first_reads.unread,
                                         release_programs=settings.release_commands,
-                                        agent_links=self.agent_links)
+                                        agent_links=self.agent_links,
+                                        prices=settings.prices)
         # a shared journal: each backend context polled by one gateway (its leaseholder),
         # what each observes sent to the others (context_leases.py, peering.py)
         self.leases = ContextLeases(self.journal, settings.owner, list(self.backends))

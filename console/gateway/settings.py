@@ -9,6 +9,7 @@ from pathlib import Path
 from console.config import state_dir
 from console.gateway.protocol import MAX_FRAME_BYTES
 from console.notify_config import NotifySettings
+from console.prices import PriceTable
 
 
 @dataclass
@@ -53,6 +54,9 @@ class GatewaySettings:
     retention_s: float = 30 * 86400.0
     #: resource kind -> the command (argv) that releases one (``irq release --force``)
     release_commands: dict[str, list[str]] = field(default_factory=dict)
+    #: price per hour by resource kind (``--price gpu=2.50`` over ``[prices]``): the work at
+    #: risk of plans, and sent to clients in the welcome (the fleet's cost sort)
+    prices: PriceTable = field(default_factory=PriceTable)
 
     @property
     def journal_path(self) -> Path:

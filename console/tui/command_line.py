@@ -37,7 +37,7 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec("respond", ":respond [INTERRUPT]", "answer in the tool's place", (), True),
     CommandSpec("filter", ":filter TEXT", "filter the current list (like /)", ("f",)),
     CommandSpec("sort", ":sort KEY [desc]", "sort the fleet: attention age id backend "
-                "progress updated", ()),
+                "progress updated cost", ()),
     CommandSpec("ctx", ":ctx NAME", "switch to another context from the config file",
                 ("context",)),
     CommandSpec("help", ":help", "keys of this screen", ("h", "?")),

@@ -21,9 +21,11 @@ from typing import Any
 
 from console.client import FleetView
 from console.model import Run, RunState
+from console.prices import PriceTable
 from console.semantics import LIVE_STATES, late_margin, unified_state
 from console.tui.run_filter import FilterQuery, haystack_of
 from console.tui.state_display import ATTENTION_RANK
+from console.work_at_risk import cost_rate, counted_from
 
 
 class SortKey(StrEnum):
@@ -33,6 +35,10 @@ class SortKey(StrEnum):
     BACKEND = "backend"
     PROGRESS = "progress"
     UPDATED = "updated"
+    #: cost held: what the held resources cost per hour at the gateway's prices (GPU units
+    #: with no price table), dearest first; equal rates: the longest since its last step
+    #: first -- that is the order of the money at risk, and it moves only on events
+    COST = "cost"
 
 
 SORT_CYCLE = tuple(SortKey)
@@ -50,13 +56,18 @@ class RunRow:
     #: (computed once per event, not once per row at every re-sort)
     beat_ts: float | None = None
     updated_ts: float = 0.0
+    cost_rate: float = 0.0  # per hour of the resources held (work_at_risk.cost_rate)
+    step_ts: float = math.inf  # epoch seconds of the last step (else the start)
 
 
-def make_row(run: Run, state: RunState, haystack: str) -> RunRow:
+def make_row(run: Run, state: RunState, haystack: str,
+             prices: PriceTable | None = None) -> RunRow:
     beat = run.heartbeat_at
+    since, _origin = counted_from(run)
     return RunRow(run, state, haystack, recheck_at=recheck_at(run, state),
                   beat_ts=beat.timestamp() if beat is not None else None,
-                  updated_ts=run.updated_at.timestamp())
+                  updated_ts=run.updated_at.timestamp(), cost_rate=cost_rate(run, prices),
+                  step_ts=since.timestamp() if since is not None else math.inf)
 
 
 def recheck_at(run: Run, state: RunState) -> float:
@@ -92,6 +103,7 @@ def sort_keys(row: RunRow) -> tuple[Any, ...]:
         (run.backend, run.context, rid),  # BACKEND
         (progress is None, progress or 0.0, rid),  # PROGRESS
         (-row.updated_ts, rid),  # UPDATED
+        (-row.cost_rate, row.step_ts, rid),  # COST
     )
 
 
@@ -118,9 +130,10 @@ class RunRowIndex:
         self.generation = 0  # bumped whenever ``visible`` is rebuilt
         #: (run id, new state) since the last ``drain_transitions``; first sight included
         self.transitions: list[tuple[str, RunState]] = []
+        self.prices = PriceTable()  # the view's (the gateway's), for the cost sort
 
     def _make(self, run: Run, now: datetime) -> RunRow:
-        row = make_row(run, unified_state(run, now), haystack_of(run))
+        row = make_row(run, unified_state(run, now), haystack_of(run), self.prices)
         self._judge(row)
         return row
 
@@ -137,6 +150,8 @@ class RunRowIndex:
 
         Returns True when the visible order was rebuilt (False: rows changed in place).
         """
+        if view.prices != self.prices:  # new prices (a welcome): every cost key changes
+            self.prices, changed = view.prices, None
         if changed is None:
             old_rows = self.rows
             self.rows = {rid: self._make(run, now) for rid, run in view.runs.items()}
@@ -200,7 +215,8 @@ class RunRowIndex:
                 self.counts[row.state] -= 1
                 self.counts[state] += 1
                 judged = RunRow(row.run, state, row.haystack, recheck_at=row.recheck_at,
-                                beat_ts=row.beat_ts, updated_ts=row.updated_ts)
+                                beat_ts=row.beat_ts, updated_ts=row.updated_ts,
+                                cost_rate=row.cost_rate, step_ts=row.step_ts)
                 self._judge(judged)
                 self._move(row, judged)
                 self.rows[rid] = judged

@@ -58,6 +58,7 @@ def deployer() -> str:
         "gpu-0",
         kind="gpu",
         on_pause="keep",
+        detail="count=2 A100",
         acquire=lambda: record("acquire", id="gpu-0"),
         release=lambda: record("release", id="gpu-0"),
     )

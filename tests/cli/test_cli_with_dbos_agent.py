@@ -34,6 +34,7 @@ pytestmark = [
 ]
 
 RUN_ID = "dbos:local/wf-cli-1"
+GPU_PRICE = 2.5  # per hour; the agent's gpu-0 declares count=2
 INTERRUPT_ID = "dbos:local/wf-cli-1#wf-cli-1/1"
 
 
@@ -73,6 +74,8 @@ def fleet(irq_home: Path) -> Iterator[Fleet]:
 
     db = irq_home / "agents.db"
     events = irq_home / "agent-events.jsonl"
+    # the gateway prices GPUs from the config file: plans show the work at risk in money
+    (irq_home / "config.toml").write_text(f'[prices]\ngpu = {GPU_PRICE}\ncurrency = "USD"\n')
     port = free_port()
     agent_token = create_token(Role.AGENT, "cli-test-agent", irq_home)
     agent_log = open(irq_home / "agent.log", "ab")  # noqa: SIM115 - closed below
@@ -203,6 +206,17 @@ def test_operator_path_through_the_cli_against_a_real_dbos_agent(fleet: Fleet):
     assert [r["id"] for r in plan["resources_released"]] == ["db-lock"]
     text = irq("pause", "wf-cli-1", "--dry-run", env=env)
     assert "resources kept" in text.stdout and "gpu-0" in text.stdout
+
+    # cancel's plan prices the work at risk: minutes since the last step x 2 GPUs held
+    dry = irq("cancel", "wf-cli-1", "--dry-run", "-o", "json", env=env)
+    assert dry.code == 0, dry.stderr
+    (risk,) = json.loads(dry.stdout)["work_at_risk"]
+    assert risk["run_id"] == RUN_ID and risk["minutes"] > 0
+    assert risk["gpus"] == 2 and risk["gpu_minutes"] == pytest.approx(risk["minutes"] * 2)
+    assert risk["cost"] == pytest.approx(risk["minutes"] / 60 * GPU_PRICE * 2, abs=1e-4)
+    assert risk["currency"] == "USD"
+    text = irq("cancel", "wf-cli-1", "--dry-run", env=env)
+    assert "work at risk:" in text.stdout and "× 2 gpu" in text.stdout and "$" in text.stdout
 
     # pause: applied; the agent releases the lock and keeps the GPU
     paused = irq("pause", "wf-cli-1", "--yes", "--reason", "GPU maintenance", "-o", "json", env=env)

@@ -108,8 +108,8 @@ class FleetScreen(ViewScreen):
                                          marked=len(self.marks))
         arrow = self.irq.glyphs.arrow_down if index.reverse else self.irq.glyphs.arrow_up
         header = self.query_one(RunTableHeader)
-        header.sort_marker = ({"age": "beat", "id": "run"}.get(index.sort.value,
-                                                                   index.sort.value), arrow)
+        column = {"age": "beat", "id": "run", "cost": "res"}  # a sort's column, by key
+        header.sort_marker = (column.get(index.sort.value, index.sort.value), arrow)
         header.redraw()
 
     # ---------------------------------------------------------------- selection

@@ -12,6 +12,7 @@ from textual.widgets import Static
 from console.model import Action, ActionPlan, PlannedResource
 from console.terminal_text import terminal_safe
 from console.tui.state_display import UNICODE, GlyphSet
+from console.work_at_risk import describe, snapshot_note
 
 
 def _resources(items: list[PlannedResource], many_runs: bool) -> str:
@@ -51,6 +52,14 @@ def plan_text(plan: ActionPlan, g: GlyphSet = UNICODE, *, targets: bool = True) 
             line("re-runs", f"{step} (in flight: at-least-once)", "yellow")
     for effect in plan.unjournaled_effects:
         line("twice", effect, "bold red")  # side effects outside the journal happen again
+    for risk in plan.work_at_risk:
+        who = f"{risk.run_id}: " if many else ""
+        if risk.minutes or risk.gpus or risk.cost:
+            out.append("work at risk: ", style="bold")  # wider than a label: one phrase
+            out.append(terminal_safe(who + describe(risk)) + "\n", style="yellow")
+        note = snapshot_note(risk) if plan.action is Action.PAUSE else None
+        if note:
+            line("snapshot", who + note, "green")
     for warning in plan.warnings:
         out.append(f"{g.stale} warning ", style="bold red")
         out.append(terminal_safe(warning) + "\n", style="red")
