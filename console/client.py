@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from console.alert_model import Alert
 from console.model import (
     Action,
     AuditEntry,
@@ -73,6 +74,7 @@ class FleetView:
     received_at: datetime | None = None
     obligations: dict[str, Obligation] = field(default_factory=dict)
     policy: dict[str, Any] | None = None  # {version, source, loaded_at, rules} of the gateway
+    alerts: dict[str, Alert] = field(default_factory=dict)  # active and recently cleared
 
     def load_snapshot(self, frame: dict[str, Any]) -> None:
         self.epoch = frame.get("epoch", "")
@@ -89,6 +91,7 @@ class FleetView:
             o["id"]: Obligation.model_validate(o) for o in frame.get("obligations", [])
         }
         self.policy = frame.get("policy")
+        self.alerts = {a["id"]: Alert.model_validate(a) for a in frame.get("alerts", [])}
         self.received_at = utcnow()
 
     def apply(self, event: dict[str, Any]) -> bool:
@@ -121,6 +124,9 @@ class FleetView:
             self.obligations[obligation.id] = obligation
         elif kind == "policy":
             self.policy = data
+        elif kind == "alert":
+            alert = Alert.model_validate(data)
+            self.alerts[alert.id] = alert
         if seq:
             self.seq = seq
         self.received_at = utcnow()
@@ -363,11 +369,13 @@ class GatewayClient:
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]
 
     async def named_command(
-        self, action: str, targets: list[str], *, reason: str = "", key: str | None = None
+        self, action: str, targets: list[str], *, reason: str = "", key: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> list[CommandResult]:
         """A command that is not a run action: ``policy_reload`` (targets ``["policy"]``),
         ``obligation_fulfil`` / ``obligation_waive`` (targets: obligation ids; the reason is
-        the note). Sent by name: the gateway checks it and the caller's role."""
+        the note), ``alert_ack`` / ``alert_silence`` (``extra={"for_s": ...}``). Sent by
+        name: the gateway checks it and the caller's role."""
         frame: dict[str, Any] = {
             "type": "command",
             "id": key or new_key(),
@@ -375,6 +383,7 @@ class GatewayClient:
             "targets": targets,
             "reason": reason,
             "dry_run": False,
+            **(extra or {}),
         }
         answer = await self._request(frame)
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]

@@ -14,6 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from backend_adapters.base import Backend, BackendError
+from console.gateway.alert_commands import AlertCommands
+from console.gateway.alert_frames import AlertCommand
 from console.gateway.auth import Principal
 from console.gateway.budgets import IdentityBuckets
 from console.gateway.commands import CommandExecutor
@@ -49,7 +51,7 @@ JOURNAL_UNAVAILABLE = ("the gateway's journal is unavailable: the command was no
                        "as done; retry with the same idempotency key (it takes effect once)")
 
 #: what a client may send after its hello (protocol.parse_client_frame)
-ClientRequest = Hello | Command | Query | Focus | Ping | PolicyCommand
+ClientRequest = Hello | Command | Query | Focus | Ping | PolicyCommand | AlertCommand
 
 
 class ClientRequests:
@@ -60,20 +62,23 @@ class ClientRequests:
                  backends: dict[str, Backend], executor: CommandExecutor,
                  policy_commands: PolicyCommands, policy: PolicyState,
                  obligations: ObligationStore, webhooks: Webhooks, refusals: RefusalLedger,
-                 counters: Counter[str], stats: Callable[[], dict[str, Any]]) -> None:
-        """``stats``: the gateway's counters (``query what=stats``), asked per query."""
+                 counters: Counter[str], stats: Callable[[], dict[str, Any]], *,
+                 alerts: AlertCommands | None = None) -> None:
+        """``stats``: the gateway's counters (``query what=stats``), asked per query;
+        ``alerts``: the alert commands and query (None: this gateway keeps no alerts)."""
         self.settings = settings
         self.hub, self.journal, self.backends = hub, journal, backends
         self.executor, self.policy_commands = executor, policy_commands
         self.policy, self.obligations = policy, obligations
         self.webhooks, self.refusals, self.counters = webhooks, refusals, counters
         self.stats = stats
+        self.alerts = alerts
         self.command_budget = IdentityBuckets(settings.commands_per_s, settings.commands_burst)
 
     async def handle(self, ws: GatewaySocket, who: Principal, msg: ClientRequest) -> None:
         try:
-            if isinstance(msg, Command | PolicyCommand) and not self.command_budget.take(
-                    who.identity):
+            if (isinstance(msg, Command | PolicyCommand | AlertCommand)
+                    and not self.command_budget.take(who.identity)):
                 self.counters["commands_rate_limited"] += 1
                 self.refusals.refuse(
                     identity=who.identity, role=who.role.value, action=str(msg.action),
@@ -84,9 +89,11 @@ class ClientRequests:
                     "rate_limited", f"over {self.settings.commands_per_s:g} commands/s (burst "
                     f"{self.settings.commands_burst:g}) for {who.identity}; nothing was done",
                     msg.id)
-            if isinstance(msg, Command | PolicyCommand):
+            if isinstance(msg, Command | PolicyCommand | AlertCommand):
                 results = (await self.policy_commands.execute(msg, who)
                            if isinstance(msg, PolicyCommand)
+                           else await self._alert_command(msg, who)
+                           if isinstance(msg, AlertCommand)
                            else await self.executor.execute(msg, who))
                 await ws.send(dumps({"type": "result", "id": msg.id,
                                      "results": [r.contract() for r in results]}))
@@ -119,6 +126,11 @@ class ClientRequests:
                 await ws.send(error_frame("internal", f"{type(exc).__name__}: {exc}",
                                           getattr(msg, "id", None)))
 
+    async def _alert_command(self, msg: AlertCommand, who: Principal) -> list[Any]:
+        if self.alerts is None:
+            raise FrameError("not_found", "this gateway keeps no alerts", msg.id)
+        return await self.alerts.execute(msg, who)
+
     def focus(self, run_ids: list[str]) -> None:
         self.hub.focus(run_ids)
         by_backend: dict[str, set[str]] = {}
@@ -145,6 +157,8 @@ class ClientRequests:
                 limit=q.limit, target_prefix=q.target_prefix, since=q.since, until=q.until,
                 identity=q.identity, actions=q.actions)
             return [e.contract() for e in entries]
+        if q.what == "alerts":
+            return self.alerts.query(q.include_cleared, q.limit) if self.alerts else []
         if q.what in ("policy", "policy_check", "obligations"):
             return answer_policy_query(q, self.policy, self.obligations)
         if q.what == "plan":
