@@ -4,8 +4,9 @@ A notification is raised for: a new pending interrupt (``interrupt``), a run tha
 ``late`` or ``lost`` (a transition, not every event of a run already in that state), a
 suspected leak after pause/cancel (``leak``, from the hub's warning notice), an obligation
 that went overdue (``obligation``) and an alert raised (its kind: ``interrupt_overdue``,
-``stalled``, ...; once per alert, not while it is silenced). The classifier keeps only what it needs to see
-transitions (the last state per run, the interrupts already announced), bounded. Used by the
+``stalled``, ...; once per alert, not while it is silenced). The classifier keeps only what
+it needs to see transitions (the last state per run, the interrupts already announced),
+bounded. Used by the
 gateway's webhooks and by the TUI (same events on both sides of the wire).
 """
 
