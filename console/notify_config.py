@@ -6,7 +6,8 @@ overdue), and each alert kind (``interrupt_overdue``, ``stalled``, ``no_workers`
 alert raised, once; a webhook gets them when its ``events`` names them -- that is how an
 overdue interrupt is escalated to a second route). Everything is off by default. Secrets
 never sit in the file or in argv: a webhook's headers name environment variables
-(``header_env = "Authorization:SLACK_TOKEN"``), the same convention as the backend URLs' ``header_env=``.
+(``header_env = "Authorization:SLACK_TOKEN"``), the same convention as the backend
+URLs' ``header_env=``.
 """
 
 from __future__ import annotations
