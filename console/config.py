@@ -18,6 +18,10 @@ Config file::
     # irq drill: how to preempt one run's agent (no shell; {run_id} {native_id} {backend}
     # {context} are filled in and the line is split with shlex)
     preempt_command = "kubectl delete pod -l run={native_id}"
+    # irq serve in this context: alerts (docs/operator-guide.md "Alerts")
+    interrupt_deadline = "8s"   # interrupts without a deadline of their own get this one
+    stalled_after = "10m"       # fresh beats, progress unmoved this long: stalled
+    retrying_after = 3          # a step failing this many times in a row: retrying
 
     [keys]            # TUI key remapping: binding id = "keys"
     pause = "p"
@@ -130,6 +134,19 @@ class ContextFile(BaseModel):
     read_only: bool = False
     backends: list[str] = []
     preempt_command: str | None = None
+    #: ``irq serve`` in this context: a deadline for interrupts that carry none ("8s", "24h")
+    interrupt_deadline: str | None = None
+    stalled_after: str | None = None  # fresh beats, progress unmoved this long ("10m")
+    retrying_after: int | None = None  # attempts before a retrying step is an alert
+
+    @field_validator("interrupt_deadline", "stalled_after")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            from console.durations import parse_duration
+
+            parse_duration(value)
+        return value
 
     @field_validator("url")
     @classmethod
@@ -213,6 +230,9 @@ class Context:
     read_only: bool = False
     backends: list[str] = field(default_factory=list)
     preempt_command: str | None = None
+    interrupt_deadline: str | None = None
+    stalled_after: str | None = None
+    retrying_after: int | None = None
 
 
 @dataclass
@@ -251,7 +271,8 @@ def parse_config(text: str, path: Path) -> Config:
             raise ConfigError(f"{path}: {problems[0]}") from None
         raise ConfigError(f"{path}:\n" + "\n".join(f"  - {p}" for p in problems)) from None
     contexts = {
-        name: Context(name, c.url, c.token, c.read_only, list(c.backends), c.preempt_command)
+        name: Context(name, c.url, c.token, c.read_only, list(c.backends), c.preempt_command,
+                      c.interrupt_deadline, c.stalled_after, c.retrying_after)
         for name, c in parsed.contexts.items()
     }
     return Config(
@@ -291,6 +312,9 @@ def render_config(config: Config) -> str:
             table["backends"] = list(ctx.backends)
         if ctx.preempt_command:
             table["preempt_command"] = ctx.preempt_command
+        for key in ("interrupt_deadline", "stalled_after", "retrying_after"):
+            if getattr(ctx, key) is not None:
+                table[key] = getattr(ctx, key)
         contexts[name] = table
     if contexts:
         data["contexts"] = contexts
