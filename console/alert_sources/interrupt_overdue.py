@@ -24,7 +24,7 @@ def interrupt_overdue(interrupts: Iterable[Interrupt], now: datetime) -> list[Co
             backend=backend, context=context, since=intr.deadline_at,
             detail=f"interrupt {intr.id} overdue (deadline {at_text(intr.deadline_at)}): "
                    f"{intr.title}",
-            action=f"decide it: irq decide {intr.id}",
+            action=f"decide it: irq approve|reject {intr.id}",
             facts={"interrupt_id": intr.id,
                    "deadline_at": intr.deadline_at.isoformat()}))
     return out
