@@ -126,25 +126,18 @@ def serve_command(
                      help="This gateway's name in a shared journal (default HOST:PORT); a "
                      "restarted gateway re-drives the unfinished commands of its name."),
     ] = None,
-    interrupt_deadline: Annotated[
-        str | None,
-        typer.Option("--interrupt-deadline", metavar="DURATION", show_default=False,
-                     help="Deadline for interrupts that carry none (e.g. 8s, 24h); past it an "
-                     "interrupt_overdue alert is raised. Default: the context's "
-                     "interrupt_deadline, else none."),
-    ] = None,
-    alert_grace: Annotated[
-        str | None,
-        typer.Option("--alert-grace", metavar="DURATION", show_default=False,
-                     help="How long a condition must hold to raise an alert, and be gone to "
-                     "clear it (default 5s)."),
-    ] = None,
-    stalled_after: Annotated[
-        str | None,
-        typer.Option("--stalled-after", metavar="DURATION", show_default=False,
-                     help="Fresh heartbeats with progress unmoved this long raise 'stalled' "
-                     "(default: the context's stalled_after, else 10m)."),
-    ] = None,
+    interrupt_deadline: Annotated[str | None, typer.Option(
+        "--interrupt-deadline", metavar="DURATION", show_default=False,
+        help="Deadline for interrupts without one (e.g. 8s, 24h): past it, interrupt_overdue. "
+        "Default: the context's interrupt_deadline, else none.")] = None,
+    alert_grace: Annotated[str | None, typer.Option(
+        "--alert-grace", metavar="DURATION", show_default=False,
+        help="How long a condition holds before its alert is raised, or is gone before it "
+        "clears (default 5s).")] = None,
+    stalled_after: Annotated[str | None, typer.Option(
+        "--stalled-after", metavar="DURATION", show_default=False,
+        help="Fresh heartbeats, progress unmoved this long: stalled (default: the context's "
+        "stalled_after, else 10m).")] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings
