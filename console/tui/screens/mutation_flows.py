@@ -171,7 +171,7 @@ async def alert_ack_steps(app: IrqApp, alert_id: str) -> None:
     head.append(f"{terminal_safe(alert.detail or alert.kind)}\n", style="bold")
     head.append(terminal_safe(f"{alert.kind}, {alert.run or alert.subject}"), style="dim")
     if alert.action:
-        head.append(terminal_safe(f"\nto do: {alert.action}"))
+        head.append("\nto do: " + terminal_safe(alert.action))
     head.append("\nthe reason is kept with the alert and audited (required)")
     dialog = ConfirmDialog(title="Acknowledge alert?", verb="acknowledge", targets=[alert_id],
                            details=head, glyphs=app.glyphs, ascii_only=app.ascii_only)
