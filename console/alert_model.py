@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class AlertKind(StrEnum):
@@ -48,3 +50,45 @@ class Condition:
     @property
     def key(self) -> str:
         return f"{self.kind.value}:{self.subject}"
+
+
+AlertState = Literal["open", "acknowledged", "cleared"]
+#: states of an alert that still needs a person (``irq alerts`` lists these by default)
+ACTIVE: tuple[AlertState, ...] = ("open", "acknowledged")
+
+
+class Alert(BaseModel):
+    """One durable alert (the journal's ``alerts`` row; DESIGN.md §5 "alert"). ``kind`` is a
+    plain string so a client reads the kinds of a newer gateway too."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    kind: str
+    subject: str  # with ``kind``: the condition it was raised for
+    run: str | None = None
+    backend: str = ""
+    context: str = ""
+    since: datetime  # when the condition began (or was first seen)
+    raised_at: datetime
+    detail: str = ""
+    action: str = ""  # what to do
+    state: AlertState = "open"
+    acked_by: str | None = None
+    acked_at: datetime | None = None
+    ack_reason: str = ""
+    silenced_until: datetime | None = None
+    silenced_by: str | None = None
+    cleared_at: datetime | None = None
+    attempt: int | None = None  # retrying: the attempt count
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.subject}"
+
+    def silenced(self, now: datetime) -> bool:
+        return self.silenced_until is not None and self.silenced_until > now
+
+    def contract(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from console.alert_model import Alert
 from console.model import (
     Action,
     AuditEntry,
@@ -77,6 +78,7 @@ class FleetView:
     #: the gateway's price table (its welcome; a recorded snapshot may carry one): the
     #: fleet's cost sort uses the prices the plans use (an older gateway sends none)
     prices: PriceTable = field(default_factory=PriceTable)
+    alerts: dict[str, Alert] = field(default_factory=dict)  # active and recently cleared
 
     def load_snapshot(self, frame: dict[str, Any]) -> None:
         self.epoch = frame.get("epoch", "")
@@ -95,6 +97,7 @@ class FleetView:
         self.policy = frame.get("policy")
         if "prices" in frame:
             self.prices = PriceTable.from_contract(frame["prices"])
+        self.alerts = {a["id"]: Alert.model_validate(a) for a in frame.get("alerts", [])}
         self.received_at = utcnow()
 
     def apply(self, event: dict[str, Any]) -> bool:
@@ -127,6 +130,9 @@ class FleetView:
             self.obligations[obligation.id] = obligation
         elif kind == "policy":
             self.policy = data
+        elif kind == "alert":
+            alert = Alert.model_validate(data)
+            self.alerts[alert.id] = alert
         if seq:
             self.seq = seq
         self.received_at = utcnow()
@@ -376,11 +382,13 @@ class GatewayClient:
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]
 
     async def named_command(
-        self, action: str, targets: list[str], *, reason: str = "", key: str | None = None
+        self, action: str, targets: list[str], *, reason: str = "", key: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> list[CommandResult]:
         """A command that is not a run action: ``policy_reload`` (targets ``["policy"]``),
         ``obligation_fulfil`` / ``obligation_waive`` (targets: obligation ids; the reason is
-        the note). Sent by name: the gateway checks it and the caller's role."""
+        the note), ``alert_ack`` / ``alert_silence`` (``extra={"for_s": ...}``). Sent by
+        name: the gateway checks it and the caller's role."""
         frame: dict[str, Any] = {
             "type": "command",
             "id": key or new_key(),
@@ -388,6 +396,7 @@ class GatewayClient:
             "targets": targets,
             "reason": reason,
             "dry_run": False,
+            **(extra or {}),
         }
         answer = await self._request(frame)
         return [CommandResult.model_validate(r) for r in answer.get("results", [])]

@@ -20,6 +20,10 @@ Config file::
     preempt_command = "kubectl delete pod -l run={native_id}"
     retention = "30d"           # irq serve: decided approvals, settled obligations kept so long
     held_too_long_after = "1h"  # a paused run keeping a resource past this raises held_too_long
+    # irq serve in this context: alerts (docs/operator-guide.md "Alerts")
+    interrupt_deadline = "8s"   # interrupts without a deadline of their own get this one
+    stalled_after = "10m"       # fresh beats, progress unmoved this long: stalled
+    retrying_after = 3          # a step failing this many times in a row: retrying
 
     [resources.gpu]   # irq release RUN RESOURCE --force: argv + RUN_ID RESOURCE_ID, no shell
     release_command = ["/usr/local/bin/free-gpu", "--now"]
@@ -144,8 +148,12 @@ class ContextFile(BaseModel):
     preempt_command: str | None = None
     retention: str | None = None  # irq serve: settled journal rows kept this long ("30d")
     held_too_long_after: str | None = None  # a paused run keeping a resource past this alerts
+    #: ``irq serve`` in this context: a deadline for interrupts that carry none ("8s", "24h")
+    interrupt_deadline: str | None = None
+    stalled_after: str | None = None  # fresh beats, progress unmoved this long ("10m")
+    retrying_after: int | None = None  # attempts before a retrying step is an alert
 
-    @field_validator("retention", "held_too_long_after")
+    @field_validator("retention", "held_too_long_after", "interrupt_deadline", "stalled_after")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
@@ -246,6 +254,9 @@ class Context:
     preempt_command: str | None = None
     retention: str | None = None
     held_too_long_after: str | None = None
+    interrupt_deadline: str | None = None
+    stalled_after: str | None = None
+    retrying_after: int | None = None
 
 
 @dataclass
@@ -287,7 +298,8 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(f"{path}:\n" + "\n".join(f"  - {p}" for p in problems)) from None
     contexts = {
         name: Context(name, c.url, c.token, c.read_only, list(c.backends), c.preempt_command,
-                      c.retention, c.held_too_long_after)
+                      c.retention, c.held_too_long_after,
+                      c.interrupt_deadline, c.stalled_after, c.retrying_after)
         for name, c in parsed.contexts.items()
     }
     return Config(
@@ -329,8 +341,9 @@ def render_config(config: Config) -> str:
             table["backends"] = list(ctx.backends)
         if ctx.preempt_command:
             table["preempt_command"] = ctx.preempt_command
-        for key in ("retention", "held_too_long_after"):
-            if getattr(ctx, key):
+        for key in ("retention", "held_too_long_after", "interrupt_deadline", "stalled_after",
+                    "retrying_after"):
+            if getattr(ctx, key) is not None:
                 table[key] = getattr(ctx, key)
         contexts[name] = table
     if contexts:

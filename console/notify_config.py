@@ -2,9 +2,12 @@
 
 Event kinds: ``interrupt`` (a new pending interrupt), ``late`` and ``lost`` (a run turned so),
 ``leak`` (a suspected resource leak after pause/cancel), ``obligation`` (an obligation went
-overdue). Everything is off by default. Secrets never sit in the file or in argv: a webhook's
-headers name environment variables (``header_env = "Authorization:SLACK_TOKEN"``), the same
-convention as the backend URLs' ``header_env=``.
+overdue), and each alert kind (``interrupt_overdue``, ``stalled``, ``no_workers``, ...: an
+alert raised, once; a webhook gets them when its ``events`` names them -- that is how an
+overdue interrupt is escalated to a second route). Everything is off by default. Secrets
+never sit in the file or in argv: a webhook's headers name environment variables
+(``header_env = "Authorization:SLACK_TOKEN"``), the same convention as the backend
+URLs' ``header_env=``.
 """
 
 from __future__ import annotations
@@ -16,8 +19,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-EventKind = Literal["interrupt", "late", "lost", "leak", "obligation"]
+EventKind = Literal["interrupt", "late", "lost", "leak", "obligation",
+                    # alerts, by kind (console/alert_model.AlertKind): raised once each
+                    "no_workers", "retrying", "given_up", "stalled", "liveness_unknown",
+                    "interrupt_overdue", "obligation_overdue", "leak_suspected",
+                    "held_too_long"]
+#: what a webhook without ``events`` is sent (alerts are routed by naming their kinds)
 EVENT_KINDS: tuple[EventKind, ...] = ("interrupt", "late", "lost", "leak", "obligation")
+ALERT_KINDS: tuple[EventKind, ...] = (
+    "no_workers", "retrying", "given_up", "stalled", "liveness_unknown", "interrupt_overdue",
+    "obligation_overdue", "leak_suspected", "held_too_long")
 
 
 class WebhookConfig(BaseModel):

@@ -31,6 +31,36 @@ class LogLevel(StrEnum):
     ERROR = "error"
 
 
+def context_alert_settings(context: str | None) -> dict[str, Any]:
+    """The alert settings of the chosen or current context (GatewaySettings fields)."""
+    from console.config import ConfigError, load_config
+    from console.durations import parse_duration
+
+    try:
+        ctx = load_config().context(context or os.environ.get("IRQ_CONTEXT") or None)
+    except ConfigError as exc:
+        fail(ExitCode.USAGE, str(exc))
+    out: dict[str, Any] = {}
+    if ctx.interrupt_deadline:
+        out["interrupt_deadline_s"] = parse_duration(ctx.interrupt_deadline).total_seconds()
+    if ctx.stalled_after:
+        out["stalled_after_s"] = parse_duration(ctx.stalled_after).total_seconds()
+    if ctx.retrying_after is not None:
+        out["retrying_after"] = ctx.retrying_after
+    return out
+
+
+def _seconds(flag: str, text: str | None) -> float | None:
+    from console.durations import parse_duration
+
+    if text is None:
+        return None
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError as exc:
+        fail(ExitCode.USAGE, f"{flag}: {exc}")
+
+
 def context_backends(context: str | None) -> tuple[str, list[str]]:
     """(context name, backend URLs) of the chosen or current context in the config file."""
 
@@ -110,6 +140,18 @@ def serve_command(
                      "(repeatable, e.g. gpu=2.50): plans show the work at risk in money. "
                      "Over the config file's [prices]."),
     ] = None,
+    interrupt_deadline: Annotated[str | None, typer.Option(
+        "--interrupt-deadline", metavar="DURATION", show_default=False,
+        help="Deadline for interrupts without one (e.g. 8s, 24h): past it, interrupt_overdue. "
+        "Default: the context's interrupt_deadline, else none.")] = None,
+    alert_grace: Annotated[str | None, typer.Option(
+        "--alert-grace", metavar="DURATION", show_default=False,
+        help="How long a condition holds before its alert is raised, or is gone before it "
+        "clears (default 5s).")] = None,
+    stalled_after: Annotated[str | None, typer.Option(
+        "--stalled-after", metavar="DURATION", show_default=False,
+        help="Fresh heartbeats, progress unmoved this long: stalled (default: the context's "
+        "stalled_after, else 10m).")] = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings
@@ -127,7 +169,9 @@ def serve_command(
                                policy_path=policy,
                                notify=notify_settings(webhook or [], notify_config),
                                journal=journal or "", gateway_id=gateway_id or "",
-                               **_upkeep(ctx, retention, price or []))
+                               **_upkeep(ctx, retention, price or []),
+                               **_alert_settings(ctx, interrupt_deadline, alert_grace,
+                                                 stalled_after))
     from console.gateway.journal_store import is_postgres_url, redacted
 
     if journal and not is_postgres_url(journal):
@@ -170,6 +214,19 @@ def _upkeep(ctx: typer.Context, retention: str | None, prices: list[str]) -> dic
         except ValueError as exc:
             fail(ExitCode.USAGE, f"--retention: {exc}")
     return upkeep
+
+
+def _alert_settings(ctx: typer.Context, interrupt_deadline: str | None,
+                    alert_grace: str | None, stalled_after: str | None) -> dict[str, Any]:
+    """Flag > the context's keys > GatewaySettings' defaults."""
+    out = context_alert_settings(global_options(ctx).context)
+    for field, flag, text in (("interrupt_deadline_s", "--interrupt-deadline", interrupt_deadline),
+                              ("alert_grace_s", "--alert-grace", alert_grace),
+                              ("stalled_after_s", "--stalled-after", stalled_after)):
+        seconds = _seconds(flag, text)
+        if seconds is not None:
+            out[field] = seconds
+    return out
 
 
 def _backend_urls(ctx: typer.Context, backend: list[str] | None) -> tuple[list[str], str]:

@@ -16,6 +16,7 @@ import typer
 from console.cli import (
     actions,
     admin,
+    alerts,
     audit,
     decisions,
     inbox,
@@ -146,6 +147,7 @@ _command("decide", "Decide interrupts", per_call.decide_calls_command)
 app.add_typer(policy.policy_app, name="policy", rich_help_panel="Policy")
 _command("obligations", "Policy", obligations.obligations_command)
 app.add_typer(obligations.obligation_app, name="obligation", rich_help_panel="Policy")
+app.add_typer(alerts.alerts_app, name="alerts", rich_help_panel="Alerts")
 # run
 _command("tui", "Run", launch.tui_command)
 _command("demo", "Run", launch.demo_command)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from backend_adapters.base import Backend, BackendError
+from console.alert_model import Condition
 from console.gateway.auth import TokenStore
 from console.gateway.commands import CommandExecutor
 from console.gateway.context_leases import RENEW_S, TTL_S, ContextLeases
@@ -69,15 +70,19 @@ class BackgroundLoops:
                  tokens: TokenStore, policy: PolicyState,
                  policy_reloaded: Callable[[ReloadResult], None],
                  obligations: ObligationStore, refusals: RefusalLedger, webhooks: Webhooks,
-                 gc_policy: GcPolicy, close_revoked: Callable[[], None]) -> None:
+                 gc_policy: GcPolicy, close_revoked: Callable[[], None],
+                 reported: dict[str, list[Condition]] | None = None) -> None:
         """``policy_reloaded``: told of each change of the policy file (agent_channel.py);
-        ``close_revoked``: closes the connections of revoked tokens (connections.py)."""
+        ``close_revoked``: closes the connections of revoked tokens (connections.py);
+        ``reported``: where each context's last poll leaves its backend conditions (the
+        alert sources read it: gateway_conditions.py)."""
         self.settings, self.hub, self.journal = settings, hub, journal
         self.backends, self.executor, self.first_reads = backends, executor, first_reads
         self.leases, self.peering, self.tokens = leases, peering, tokens
         self.policy, self.policy_reloaded, self.obligations = policy, policy_reloaded, obligations
         self.refusals, self.webhooks = refusals, webhooks
         self.gc_policy, self.close_revoked = gc_policy, close_revoked
+        self.reported = reported if reported is not None else {}
         self._gc_runs = 0  # runs indexed at the last full collection
         self._lease_held: dict[str, asyncio.Event] = {k: asyncio.Event() for k in backends}
         self._lease_warned_at = 0.0
@@ -168,6 +173,7 @@ class BackgroundLoops:
             self.hub.set_health(health)
             self.peering.health(key, health)
             self.hub.observe_runs(obs.runs, obs.gone)
+            self.reported[key] = list(obs.conditions)  # the last poll's, for the alerts
             self.peering.observed(key, obs.runs, obs.gone, obs.interrupts, obs.complete)
             try:  # the journal says which of them are decided already
                 self.hub.observe_interrupts(key, obs.interrupts, obs.complete,

@@ -14,6 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from backend_adapters.base import Backend, BackendError
+from console.gateway.alert_commands import AlertCommands
+from console.gateway.alert_frames import AlertCommand
 from console.gateway.auth import Principal
 from console.gateway.budgets import IdentityBuckets
 from console.gateway.commands import CommandExecutor
@@ -53,7 +55,8 @@ JOURNAL_UNAVAILABLE = ("the gateway's journal is unavailable: the command was no
                        "as done; retry with the same idempotency key (it takes effect once)")
 
 #: what a client may send after its hello (protocol.parse_client_frame)
-ClientRequest = Hello | Command | Query | Focus | Ping | PolicyCommand | JobCommand
+ClientRequest = (Hello | Command | Query | Focus | Ping | PolicyCommand | JobCommand
+                 | AlertCommand)
 
 
 class ClientRequests:
@@ -65,9 +68,11 @@ class ClientRequests:
                  policy_commands: PolicyCommands, policy: PolicyState,
                  obligations: ObligationStore, webhooks: Webhooks, refusals: RefusalLedger,
                  counters: Counter[str], stats: Callable[[], dict[str, Any]], *,
-                 jobs: JobCommands | None = None) -> None:
+                 jobs: JobCommands | None = None,
+                 alerts: AlertCommands | None = None) -> None:
         """``stats``: the gateway's counters (``query what=stats``), asked per query;
-        ``jobs``: durable bulk jobs (job_commands.py; None: refused as unavailable)."""
+        ``jobs``: durable bulk jobs (job_commands.py; None: refused as unavailable);
+        ``alerts``: the alert commands and query (None: this gateway keeps no alerts)."""
         self.settings = settings
         self.hub, self.journal, self.backends = hub, journal, backends
         self.executor, self.policy_commands = executor, policy_commands
@@ -75,11 +80,12 @@ class ClientRequests:
         self.webhooks, self.refusals, self.counters = webhooks, refusals, counters
         self.stats = stats
         self.jobs = jobs
+        self.alerts = alerts
         self.command_budget = IdentityBuckets(settings.commands_per_s, settings.commands_burst)
 
     async def handle(self, ws: GatewaySocket, who: Principal, msg: ClientRequest) -> None:
         try:
-            if isinstance(msg, Command | PolicyCommand | JobCommand) and not (
+            if isinstance(msg, Command | PolicyCommand | JobCommand | AlertCommand) and not (
                     self.command_budget.take(who.identity)):
                 self.counters["commands_rate_limited"] += 1
                 self.refusals.refuse(
@@ -91,11 +97,13 @@ class ClientRequests:
                     "rate_limited", f"over {self.settings.commands_per_s:g} commands/s (burst "
                     f"{self.settings.commands_burst:g}) for {who.identity}; nothing was done",
                     msg.id)
-            if isinstance(msg, Command | PolicyCommand | JobCommand):
+            if isinstance(msg, Command | PolicyCommand | JobCommand | AlertCommand):
                 if isinstance(msg, JobCommand):
                     results = await self._jobs(msg.id).execute(msg, who)
                 elif isinstance(msg, PolicyCommand):
                     results = await self.policy_commands.execute(msg, who)
+                elif isinstance(msg, AlertCommand):
+                    results = await self._alert_command(msg, who)
                 else:
                     results = await self.executor.execute(msg, who)
                 await ws.send(dumps({"type": "result", "id": msg.id,
@@ -134,6 +142,11 @@ class ClientRequests:
             raise FrameError("unsupported", "this gateway does not run bulk jobs", ref)
         return self.jobs
 
+    async def _alert_command(self, msg: AlertCommand, who: Principal) -> list[Any]:
+        if self.alerts is None:
+            raise FrameError("not_found", "this gateway keeps no alerts", msg.id)
+        return await self.alerts.execute(msg, who)
+
     def focus(self, run_ids: list[str]) -> None:
         self.hub.focus(run_ids)
         by_backend: dict[str, set[str]] = {}
@@ -160,6 +173,8 @@ class ClientRequests:
                 limit=q.limit, target_prefix=q.target_prefix, since=q.since, until=q.until,
                 identity=q.identity, actions=q.actions)
             return [e.contract() for e in entries]
+        if q.what == "alerts":
+            return self.alerts.query(q.include_cleared, q.limit) if self.alerts else []
         if q.what in ("policy", "policy_check", "obligations"):
             return answer_policy_query(q, self.policy, self.obligations)
         if q.what in ("jobs", "job"):

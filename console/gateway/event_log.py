@@ -142,6 +142,8 @@ def event_scope(kind: str, data: dict[str, Any]) -> str | None:
     """The ``BACKEND:CONTEXT`` an event is about, for subscription filters (None: none)."""
     if kind == "backend":
         return f"{data.get('backend')}:{data.get('context')}"
+    if kind == "alert":  # of no context when it names none
+        return f"{data['backend']}:{data['context']}" if data.get("backend") else None
     ref = data.get("run_id") if kind in ("interrupt", "notice", "obligation") else (
         data.get("target") if kind == "audit" else data.get("id"))
     if kind == "interrupt_removed":

@@ -2,9 +2,11 @@
 
 A notification is raised for: a new pending interrupt (``interrupt``), a run that turned
 ``late`` or ``lost`` (a transition, not every event of a run already in that state), a
-suspected leak after pause/cancel (``leak``, from the hub's warning notice) and an obligation
-that went overdue (``obligation``). The classifier keeps only what it needs to see
-transitions (the last state per run, the interrupts already announced), bounded. Used by the
+suspected leak after pause/cancel (``leak``, from the hub's warning notice), an obligation
+that went overdue (``obligation``) and an alert raised (its kind: ``interrupt_overdue``,
+``stalled``, ...; once per alert, not while it is silenced). The classifier keeps only what
+it needs to see transitions (the last state per run, the interrupts already announced),
+bounded. Used by the
 gateway's webhooks and by the TUI (same events on both sides of the wire).
 """
 
@@ -22,16 +24,24 @@ MAX_TRACKED = 100_000  # runs / interrupts remembered for transition detection
 
 @dataclass(frozen=True)
 class Notification:
-    kind: str  # interrupt | late | lost | leak | obligation | test
+    kind: str  # interrupt | late | lost | leak | obligation | test | an alert kind
     run_id: str | None
     title: str
     message: str
     at: datetime
+    alert: dict[str, Any] | None = None  # an alert's contract (alert kinds)
 
     def body(self, gateway: str) -> dict[str, Any]:
-        """The JSON webhook body (stable; README "Notifications")."""
-        return {"kind": self.kind, "at": self.at.isoformat(), "run_id": self.run_id,
+        """The JSON webhook body (stable; README "Notifications"). An alert's adds
+        ``alert`` (its contract) and, for ``interrupt_overdue``, ``interrupt_id``."""
+        body: dict[str, Any] = {"kind": self.kind, "at": self.at.isoformat(),
+                                "run_id": self.run_id,
                 "title": self.title, "message": self.message, "gateway": gateway}
+        if self.alert is not None:
+            body["alert"] = self.alert
+            if self.kind == "interrupt_overdue":
+                body["interrupt_id"] = self.alert.get("subject")
+        return body
 
     def slack_body(self, gateway: str) -> dict[str, Any]:
         """Slack's ``{"text": ...}``; agent text escaped (``&`` ``<`` ``>``) so a run name
@@ -53,8 +63,11 @@ class EventClassifier:
         self._run_state = _Bounded()
         self._announced = _Bounded()  # interrupt ids already notified
 
-    def seed(self, run_states: dict[str, str], pending_interrupts: list[str]) -> None:
+    def seed(self, run_states: dict[str, str], pending_interrupts: list[str],
+             alerts: list[str] | None = None) -> None:
         """What is already known (a client's snapshot): no notification for it."""
+        for alert_id in alerts or ():
+            self._announced.put(f"al:{alert_id}", "open")
         for run_id, state in run_states.items():
             self._run_state.put(run_id, state)
         for iid in pending_interrupts:
@@ -72,6 +85,8 @@ class EventClassifier:
             return None
         if kind == "interrupt":
             return self._interrupt(data, now)
+        if kind == "alert":
+            return self._alert(data, now)
         if kind == "obligation" and data.get("state") == "overdue":
             key = f"ob:{data.get('id')}"
             if key in self._announced:
@@ -95,6 +110,24 @@ class EventClassifier:
         name = data.get("name") or run_id
         return Notification(state, run_id, f"Run {state}",
                             f"{name} ({run_id}) turned {state}", now)
+
+    def _alert(self, data: dict[str, Any], now: datetime) -> Notification | None:
+        """An alert raised (once per alert id; not when it is silenced, acknowledged or
+        cleared, nor for an alert already known from a snapshot)."""
+        key = f"al:{data.get('id')}"
+        if data.get("state") != "open" or key in self._announced:
+            return None
+        self._announced.put(key, "open")
+        until = data.get("silenced_until")
+        if isinstance(until, str) and until > now.isoformat():
+            return None
+        kind = str(data.get("kind"))
+        title = ("Interrupt overdue" if kind == "interrupt_overdue"
+                 else "Alert: " + kind.replace("_", " "))
+        action = f" -- {data.get('action')}" if data.get("action") else ""
+        return Notification(kind, _str(data.get("run")), title,
+                            f"{data.get('detail', '')}{action} (alert {data.get('id')})", now,
+                            alert=dict(data))
 
     def _interrupt(self, data: dict[str, Any], now: datetime) -> Notification | None:
         iid = str(data.get("id"))

@@ -52,7 +52,7 @@ READ_FALLBACK_S = 1.0  # read even without a NOTIFY (a lost listening connection
 PRUNE_EVERY_S = 30.0
 RUNS_PER_ITEM = 500
 MAX_BEATS_KEPT = 20_000  # latest beat per run received here, for a joining peer
-SHARED_KINDS = ("notice", "obligation", "audit")
+SHARED_KINDS = ("notice", "obligation", "audit", "alert")
 HEALTH_REFRESH_S = 5.0  # an unchanged backend health goes out again this often (last_ok_at)
 
 

@@ -29,6 +29,7 @@ from console.gateway.wire_errors import FrameError as FrameError
 from console.model import Action, DecisionKind
 
 if TYPE_CHECKING:
+    from console.gateway.alert_frames import AlertCommand
     from console.gateway.job_frames import JobCommand
     from console.gateway.policy_frames import PolicyCommand, PolicyEvent
     from console.gateway.release_frames import ReleaseResult
@@ -40,7 +41,7 @@ MAX_BEAT_BYTES = 64 * 1024  # one heartbeat frame (details, resources) on the ag
 MAX_BATCH_BEATS = 1000  # heartbeats in one ``heartbeats`` frame
 MAX_FILTER_ITEMS = 256  # contexts or kinds in one subscription filter
 EVENT_KINDS = ("run", "run_removed", "interrupt", "interrupt_removed", "backend", "audit",
-               "notice", "obligation", "policy")
+               "notice", "obligation", "policy", "alert")
 
 
 class _Msg(BaseModel):
@@ -59,7 +60,7 @@ class SubscriptionFilter(_Msg):
         default=None, max_length=MAX_FILTER_ITEMS)
     #: event kinds sent (``beat`` events count as ``run``); the inbox: interrupt kinds only
     kinds: list[Literal["run", "run_removed", "interrupt", "interrupt_removed", "backend",
-                        "audit", "notice", "obligation", "policy"]] | None = Field(
+                        "audit", "notice", "obligation", "policy", "alert"]] | None = Field(
         default=None, max_length=MAX_FILTER_ITEMS)
 
     def admits(self, kind: str, scope: str | None) -> bool:
@@ -120,7 +121,8 @@ class Query(_Msg):
     type: Literal["query"]
     id: str = Field(min_length=1, max_length=128)
     what: Literal["run", "audit", "plan", "capabilities", "snapshot", "stats", "policy",
-                  "policy_check", "obligations", "notify_test", "runs", "jobs", "job"]
+                  "policy_check", "obligations", "notify_test", "runs", "jobs", "job",
+                  "alerts"]
     run_id: str | None = None
     invocation: dict[str, Any] | None = None  # policy_check: the Invocation to evaluate
     state: Literal["open", "fulfilled", "overdue", "waived"] | None = None  # obligations
@@ -140,6 +142,7 @@ class Query(_Msg):
     backend: str | None = Field(default=None, max_length=1024)  # runs: dbos, or dbos:local
     expr: str | None = Field(default=None, max_length=4096)  # runs: the --filter grammar
     job_id: str | None = Field(default=None, max_length=128)  # job: which (irq jobs show)
+    include_cleared: bool = False  # alerts: cleared ones too
 
 
 class Focus(_Msg):
@@ -310,13 +313,17 @@ def _check_caps(data: dict[str, Any]) -> None:
 
 def parse_client_frame(
     raw: str | bytes, max_bytes: int = MAX_FRAME_BYTES
-) -> Hello | Command | Query | Focus | Ping | PolicyCommand | JobCommand:
+) -> Hello | Command | Query | Focus | Ping | PolicyCommand | JobCommand | AlertCommand:
     data = _decode(raw, max_bytes)
     if data["type"] == "command" and data.get("action") in ("job_create", "job_cancel"):
         from console.gateway.job_frames import parse_job_command  # its own target cap
 
         return parse_job_command(data)
     _check_caps(data)
+    if data["type"] == "command" and data.get("action") in ("alert_ack", "alert_silence"):
+        from console.gateway.alert_frames import parse_alert_command
+
+        return parse_alert_command(data)
     if data["type"] == "command" and data.get("action") in (
             "policy_reload", "obligation_fulfil", "obligation_waive"):
         from console.gateway.policy_frames import parse_policy_command

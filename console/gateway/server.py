@@ -28,8 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from backend_adapters.base import Backend
 from backend_adapters.registry import BackendURLError, open_backend, parse_backend_url
+from console.alert_model import Condition
 from console.gateway.agent_channel import AgentChannel
 from console.gateway.agent_links import AgentLinks
+from console.gateway.alert_commands import AlertCommands
+from console.gateway.alert_evaluator import AlertEvaluator, ConditionSource
+from console.gateway.alert_store import AlertStore
 from console.gateway.approval_store import ApprovalStore
 from console.gateway.approval_view import ApprovalView
 from console.gateway.auth import TokenStore, tokens_path
@@ -40,7 +44,9 @@ from console.gateway.commands import CommandExecutor
 from console.gateway.connections import Connections, HandshakeLog
 from console.gateway.context_leases import ContextLeases
 from console.gateway.default_decisions import DefaultDecisions
+from console.gateway.gateway_conditions import GatewayConditions
 from console.gateway.hub import Hub
+from console.gateway.interrupt_deadlines import InterruptDeadlines
 from console.gateway.job_commands import JobCommands
 from console.gateway.job_driver import JobDriver
 from console.gateway.job_store import JobStore
@@ -58,7 +64,7 @@ from console.gateway.shared_frames import SharedFrames
 from console.gateway.shared_tokens import SharedTokens
 from console.gateway.webhooks import Webhooks
 from console.gc_policy import GcPolicy
-from console.model import AuditEntry, BackendHealth
+from console.model import AuditEntry, BackendHealth, utcnow
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import Server
@@ -74,10 +80,13 @@ GC_THRESHOLDS = (50_000, 50, 100)
 class Gateway:
     """Builds the parts, starts and stops them; ``stats`` and ``add_backend``.
 
-    ``fault_hook``: the executor's test-only seam (tests/support/faulty_gateway.py)."""
+    ``fault_hook``: the executor's test-only seam (tests/support/faulty_gateway.py);
+    ``condition_sources``: alert condition sources beyond the gateway's own
+    (gateway_conditions.py), each a callable returning the conditions that hold now."""
 
     def __init__(self, settings: GatewaySettings, *,
-                 fault_hook: Callable[[str], None] | None = None) -> None:
+                 fault_hook: Callable[[str], None] | None = None,
+                 condition_sources: list[ConditionSource] | None = None) -> None:
         self.settings = settings
         gc.set_threshold(*GC_THRESHOLDS)
         #: survivors frozen each second (console/gc_policy.py); a full collection after the
@@ -88,14 +97,18 @@ class Gateway:
         self.journal = open_journal(settings.journal_target, owner=settings.owner)
         #: four-eyes approvals: what the hub shows of them, what the executor records
         self.approvals = ApprovalView(ApprovalStore(self.journal), lambda: self.policy.engine)
+        self.deadlines = InterruptDeadlines(settings.interrupt_deadline_s)
         self.hub: Hub = PeerHub(event_log_size=settings.event_log_size,
                                 max_lag=settings.max_client_lag,
-                                interrupt_overlay=self.approvals.show)
+                                interrupt_overlay=lambda intr: self.approvals.show(
+                                    self.deadlines.apply(intr)))
         self.obligations = ObligationStore(self.journal)
         self.policy_events = PolicyEvents(self.hub, self.obligations)
         self.hub.snapshot_parts["policy"] = self.policy.summary
         self.hub.snapshot_parts["obligations"] = lambda: [
             ob.model_dump(mode="json") for ob in self.obligations.snapshot()]
+        self.alerts = AlertStore(self.journal)
+        self.hub.snapshot_parts["alerts"] = lambda: [a.contract() for a in self.alerts.snapshot()]
         self.ledger = JournalPauseLedger(self.journal)
         self.tokens = TokenStore(tokens_path(settings.home))
         if not self.journal.exclusive:  # tokens of every gateway on this journal count here
@@ -142,6 +155,16 @@ class Gateway:
                                 default_rate_per_s=settings.job_rate_per_s,
                                 audit=self.executor.book.audit)
         self.counters: Counter[str] = Counter()
+        #: each context's last poll's backend conditions (background_loops.py writes them)
+        self.reported_conditions: dict[str, list[Condition]] = {}
+        self.conditions = GatewayConditions(
+            self.hub, self.obligations, self.reported_conditions, self.backends,
+            retrying_after=settings.retrying_after, stalled_after_s=settings.stalled_after_s,
+            started_at=utcnow(), poll_budget_s=settings.poll_budget_s)
+        self.alert_evaluator = AlertEvaluator(
+            self.alerts, self.conditions.sources() + list(condition_sources or []),
+            publish=self.hub.publish, clock=self.hub.clock, grace_s=settings.alert_grace_s,
+            owns=self._owns, raised_by=settings.owner)
         self.agent_channel = AgentChannel(settings, self.hub, self.backends, self.policy,
                                    self.policy_events, self.refusals, self.counters,
                                    self.agent_links)
@@ -154,7 +177,9 @@ class Gateway:
         self.requests = ClientRequests(settings, self.hub, self.journal, self.backends,
                                        self.executor, self.policy_commands, self.policy,
                                        self.obligations, self.webhooks, self.refusals,
-                                       self.counters, self.stats, jobs=self.jobs)
+                                       self.counters, self.stats, jobs=self.jobs,
+                                       alerts=AlertCommands(self.hub, self.journal, self.alerts,
+                                                            self.refusals))
         self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
                                       self.requests, self.refusals, self.counters)
         self.handshakes = HandshakeLog()
@@ -172,7 +197,8 @@ class Gateway:
                                      self.peering, self.tokens, self.policy,
                                      self.agent_channel.policy_reloaded, self.obligations,
                                      self.refusals, self.webhooks, self.gc_policy,
-                                     self.connections.close_revoked)
+                                     self.connections.close_revoked,
+                                     self.reported_conditions)
         self._tasks: list[asyncio.Task[Any]] = []
         self._server: Server | None = None
         self.port = settings.port
@@ -220,7 +246,8 @@ class Gateway:
         self._tasks += await self.loops.start()
         self._tasks += [asyncio.create_task(self.default_decisions.run()),
                         asyncio.create_task(self.retention.run()),
-                        asyncio.create_task(self.job_driver.run())]
+                        asyncio.create_task(self.job_driver.run()),
+                        asyncio.create_task(self.alert_evaluator.run())]
         log.info("irq gateway listening on %s://%s:%d (%d backends)", self.settings.scheme,
                  self.settings.host, self.port, len(self.backends))
 
@@ -276,7 +303,17 @@ class Gateway:
             "runs": len(self.hub.runs),
             "notifications": self.webhooks.stats(),
             "peers": {**self.leases.stats(), "events": self.peering.stats()},
+            "alerts": dict(self.alert_evaluator.counters),
         }
+
+    def _owns(self, context_key: str | None) -> bool:
+        """Whether this gateway judges alert conditions of ``context_key``: on a shared
+        journal, those of the contexts whose lease it holds (one view per condition, so a
+        peer that does not see it yet cannot clear it); a condition of no leased context is
+        judged by every gateway and raised once all the same (alert_store.py)."""
+        if context_key is None or context_key not in self.leases.contexts:
+            return True
+        return self.leases.holds(context_key)
 
     def _notify(self, event: dict[str, Any]) -> None:
         if self.peering.notifies(event):

@@ -57,6 +57,16 @@ class GatewaySettings:
     #: price per hour by resource kind (``--price gpu=2.50`` over ``[prices]``): the work at
     #: risk of plans, and sent to clients in the welcome (the fleet's cost sort)
     prices: PriceTable = field(default_factory=PriceTable)
+    # alerts (console/gateway/alert_evaluator.py): a condition must hold this long to raise
+    # an alert, and be gone this long to clear it
+    alert_grace_s: float = 5.0
+    retrying_after: int = 3  # attempts before a retrying step is an alert
+    stalled_after_s: float = 600.0  # fresh beats, progress unmoved this long: stalled
+    #: how long a backend context may go unanswered (None: three polls, at least 10 s)
+    poll_budget_s: float | None = None
+    #: a deadline for interrupts that carry none (irq serve --interrupt-deadline, or the
+    #: context's ``interrupt_deadline``); None: none
+    interrupt_deadline_s: float | None = None
 
     @property
     def journal_path(self) -> Path:

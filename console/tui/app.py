@@ -51,6 +51,7 @@ from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusCha
 from console.tui.obligation_book import overdue_count
 from console.tui.palette import IrqCommands
 from console.tui.run_rows import RunRowIndex
+from console.tui.screens.alerts import AlertsScreen
 from console.tui.screens.audit import AuditScreen
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.fleet import FleetScreen
@@ -85,6 +86,7 @@ class IrqApp(SpanWritingApp):
         Binding("2", "view('inbox')", "inbox", show=False, id="view_inbox"),
         Binding("3", "view('audit')", "audit", show=False, id="view_audit"),
         Binding("o", "view('obligations')", "oblig", show=False, id="view_obligations"),
+        Binding("4", "view('alerts')", "alerts", show=False, id="view_alerts"),
     ]
 
     def __init__(
@@ -321,7 +323,8 @@ class IrqApp(SpanWritingApp):
                 self.pop_screen()
             return
         wanted: type[ViewScreen] = {"inbox": InboxScreen, "audit": AuditScreen,
-                                    "obligations": ObligationsScreen}[name]
+                                    "obligations": ObligationsScreen,
+                                    "alerts": AlertsScreen}[name]
         if isinstance(current, wanted) and current is self.screen:
             return
         while len(self.screen_stack) > 1:

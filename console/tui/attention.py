@@ -68,7 +68,8 @@ class Attention:
             if event.get("kind") == "snapshot":  # what is already there calls nobody
                 self.classifier.seed(
                     {rid: run.state.value for rid, run in view.runs.items()},
-                    [iid for iid, i in view.interrupts.items() if i.status == "pending"])
+                    [iid for iid, i in view.interrupts.items() if i.status == "pending"],
+                    list(view.alerts))
                 continue
             note = self.classifier.classify(event)
             if note is None or not self._wanted(note.kind):

@@ -24,6 +24,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec("audit", ":audit", "recent commands: who, what, why, outcome", ("a",)),
     CommandSpec("obligations", ":obligations", "what the policy obliged: overdue, open, closed",
                 ("o", "obl")),
+    CommandSpec("alerts", ":alerts", "conditions that need a person: open, acknowledged",
+                ("al",)),
     CommandSpec("run", ":run RUN", "details of one run", ("show", "detail")),
     CommandSpec("pause", ":pause [RUN...]", "pause runs (selected if none given)", (), True),
     CommandSpec("resume", ":resume [RUN...]", "resume runs", (), True),

@@ -48,11 +48,12 @@ class FleetChange:
     audit: list[AuditEntry] = field(default_factory=list)
     reordered: bool = False
     obligations: bool = False  # an obligation or the policy version changed
+    alerts: bool = False  # an alert was raised, acknowledged, silenced or cleared
 
     @property
     def empty(self) -> bool:
         return self.runs == set() and not (self.interrupts or self.backends or self.audit
-                                           or self.obligations)
+                                           or self.obligations or self.alerts)
 
     def add(self, events: list[dict[str, Any]]) -> None:
         for event in events:
@@ -60,7 +61,7 @@ class FleetChange:
             data = event.get("data") or {}
             if kind == "snapshot":
                 self.runs = None
-                self.interrupts = self.backends = self.obligations = True
+                self.interrupts = self.backends = self.obligations = self.alerts = True
             elif kind in ("run", "run_removed"):
                 if self.runs is not None and data.get("id"):
                     self.runs.add(str(data["id"]))
@@ -73,6 +74,8 @@ class FleetChange:
                 self.backends = True
             elif kind in ("obligation", "policy"):
                 self.obligations = True
+            elif kind == "alert":
+                self.alerts = True
             elif kind == "audit":
                 try:
                     self.audit.append(AuditEntry.model_validate(data))

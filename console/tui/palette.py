@@ -44,6 +44,8 @@ def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry
                      partial(app.show_view, "audit")),
         PaletteEntry("Go to obligations", f":obligations {dash} what the policy obliged",
                      partial(app.show_view, "obligations")),
+        PaletteEntry("Go to alerts", f":alerts {dash} conditions that need a person",
+                     partial(app.show_view, "alerts")),
         PaletteEntry("Show late and lost runs", "/state:late,lost",
                      partial(app.filter_fleet, "state:late,lost")),
         PaletteEntry("Show runs waiting for a decision", "/state:waiting",

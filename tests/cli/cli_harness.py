@@ -133,7 +133,8 @@ class ServedGateway:
 
 
 def start_gateway(
-    home: Path, backends: list[str] | None = None, port: int | None = None
+    home: Path, backends: list[str] | None = None, port: int | None = None,
+    extra_args: list[str] | None = None,
 ) -> ServedGateway:
     from console.gateway.auth import create_token
     from console.model import Role
@@ -146,6 +147,7 @@ def start_gateway(
     args = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(port)]
     for backend in backends or []:
         args += ["--backend", backend]
+    args += extra_args or []
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             args,

@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class CrashableGateway:
     def __init__(self, home: Path, backend: str | list[str], journal: str | None = None, *,
-                 policy: Path | None = None) -> None:
+                 policy: Path | None = None, extra_args: list[str] | None = None) -> None:
         self.home, self.backend, self.journal, self.policy = home, backend, journal, policy
+        self.extra_args = list(extra_args or [])  # more ``irq serve`` flags
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -43,7 +44,7 @@ class CrashableGateway:
             backends = [self.backend] if isinstance(self.backend, str) else self.backend
             cmd = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
                    *(arg for b in backends for arg in ("--backend", b)),
-                   *(["--policy", str(self.policy)] if self.policy else [])]
+                   *(["--policy", str(self.policy)] if self.policy else []), *self.extra_args]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out)
         deadline = time.monotonic() + 30
@@ -62,14 +63,16 @@ class CrashableGateway:
 
 
 def gateway_pair(root: Path, backend: str | list[str], journal: str, *,
-                 policy: Path | None = None) -> list[CrashableGateway]:
+                 policy: Path | None = None,
+                 extra_args: list[str] | None = None) -> list[CrashableGateway]:
     """Gateways ``gw-a`` and ``gw-b`` on one shared journal, each with its own IRQ_HOME under
     ``root`` (its tokens) and port; not started."""
     pair = []
     for name in ("gw-a", "gw-b"):
         home = root / name
         home.mkdir()
-        pair.append(CrashableGateway(home, backend, journal, policy=policy))
+        pair.append(CrashableGateway(home, backend, journal, policy=policy,
+                                     extra_args=extra_args))
     return pair
 
 

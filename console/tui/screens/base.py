@@ -21,6 +21,7 @@ from console.model import Action, DecisionKind, Interrupt
 from console.tui.messages import FleetChange
 from console.tui.screens import mutation_flows
 from console.tui.screens.commands import run_command
+from console.tui.widgets.alert_bar import AlertBar, needing_attention
 from console.tui.widgets.command_bar import CommandBar
 from console.tui.widgets.status_header import StatusHeader
 
@@ -100,6 +101,7 @@ class ViewScreen(Screen[None]):
 
     def compose_top(self) -> ComposeResult:
         yield StatusHeader(self.irq.glyphs, id="status")
+        yield AlertBar(self.irq.glyphs, id="alert-bar")
 
     def compose_bottom(self) -> ComposeResult:
         yield CommandBar(id="bar")
@@ -122,6 +124,8 @@ class ViewScreen(Screen[None]):
     def refresh_header(self) -> None:
         for header in self.query(StatusHeader):
             header.show(self.irq.header_info(self.VIEW_NAME))
+        for bar in self.query(AlertBar):
+            bar.show(needing_attention(self.irq.view.alerts.values(), self.irq.clock()))
 
     # ---------------------------------------------------- hooks for subclasses
 

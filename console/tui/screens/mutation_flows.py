@@ -162,3 +162,31 @@ def failed(app: IrqApp, action: str, targets: list[str], exc: GatewayError
 def unanswered(action: str, targets: list[str]) -> list[CommandResult]:
     return [CommandResult(id="", action=action, target=t, outcome="failed",
                           detail="the gateway answered with no result") for t in targets]
+
+
+async def alert_ack_steps(app: IrqApp, alert_id: str) -> None:
+    """Acknowledge an open alert: confirm (a reason is required), ``alert_ack``, results."""
+    alert = app.view.alerts[alert_id]
+    head = Text()
+    head.append(f"{terminal_safe(alert.detail or alert.kind)}\n", style="bold")
+    head.append(terminal_safe(f"{alert.kind}, {alert.run or alert.subject}"), style="dim")
+    if alert.action:
+        head.append("\nto do: " + terminal_safe(alert.action))
+    head.append("\nthe reason is kept with the alert and audited (required)")
+    dialog = ConfirmDialog(title="Acknowledge alert?", verb="acknowledge", targets=[alert_id],
+                           details=head, glyphs=app.glyphs, ascii_only=app.ascii_only)
+    outcome = await app.push_screen_wait(dialog)
+    if outcome is None:
+        app.notify("acknowledge: nothing sent", timeout=3)
+        return
+    if not outcome.reason:
+        app.notify("acknowledge: a reason is required; nothing sent", severity="error")
+        return
+    try:
+        results = await app.source.named_command("alert_ack", [alert_id], reason=outcome.reason)
+    except GatewayError as exc:
+        results = failed(app, "alert_ack", [alert_id], exc)
+    if not results:
+        results = unanswered("alert_ack", [alert_id])
+    await app.push_screen_wait(ResultsDialog("Acknowledge", results, app.glyphs,
+                                             app.ascii_only))

@@ -1,0 +1,113 @@
+"""The alert evaluator: a loop of its own (DESIGN.md §2) that turns conditions into durable
+alerts.
+
+Every tick it asks each condition source (a callable returning the conditions that hold now:
+console/alert_sources/, and any a later part plugs in) for its conditions, keeps those of the
+backend contexts this gateway observes (``owns``: on a shared journal, the contexts whose
+lease it holds, so gateways never judge one condition from two views), and lets the grace
+window (alert_grace.py) say which alerts to raise and which to clear. Raising is an
+insert-if-absent in the journal (alert_store.py): a condition is raised once however many
+gateways see it. Each change is published as an ``alert`` event: clients get it as a delta,
+peers through the journal (peering.py), notifications from it (notifications.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from console.alert_model import Alert, Condition
+from console.gateway.alert_grace import GraceWindow
+from console.gateway.alert_store import AlertStore
+
+log = logging.getLogger("irq.gateway.alerts")
+
+#: a condition source: the conditions that hold now
+ConditionSource = Callable[[], Iterable[Condition]]
+
+DEFAULT_GRACE_S = 5.0
+TICK_S = 1.0
+
+
+def context_of(item: Condition | Alert) -> str | None:
+    """The ``BACKEND:CONTEXT`` a condition or an alert is about (None: none can be told)."""
+    if item.backend and item.context:
+        return f"{item.backend}:{item.context}"
+    ref = item.run or item.subject
+    head = ref.split("/", 1)[0]
+    return head if ":" in head and "/" in ref else None
+
+
+class AlertEvaluator:
+    def __init__(self, store: AlertStore, sources: Sequence[ConditionSource], *,
+                 publish: Callable[[str, dict[str, Any]], Any],
+                 clock: Callable[[], datetime], grace_s: float = DEFAULT_GRACE_S,
+                 owns: Callable[[str | None], bool] = lambda _key: True,
+                 raised_by: str = "", tick_s: float = TICK_S) -> None:
+        """``owns(context_key)``: whether this gateway judges conditions of that context."""
+        self.store = store
+        self.sources = list(sources)
+        self.publish, self.clock, self.owns = publish, clock, owns
+        self.window = GraceWindow(grace_s)
+        self.raised_by = raised_by
+        self.tick_s = tick_s
+        self.counters: dict[str, int] = {"raised": 0, "cleared": 0, "source_errors": 0}
+
+    def conditions(self) -> dict[str, Condition]:
+        """The conditions of every source that hold now, once per key, of owned contexts."""
+        seen: dict[str, Condition] = {}
+        for source in self.sources:
+            try:
+                found = list(source())
+            except Exception:  # one broken source must not silence the others
+                self.counters["source_errors"] += 1
+                log.exception("condition source %s failed", getattr(source, "__name__", source))
+                continue
+            for cond in found:
+                if cond.key not in seen and self.owns(context_of(cond)):
+                    seen[cond.key] = cond
+        return seen
+
+    def tick(self) -> list[Alert]:
+        """One evaluation; the alerts it raised, cleared or updated (each also published)."""
+        now = self.clock()
+        seen = self.conditions()
+        active = {a.key: a for a in self.store.active()
+                  if self.owns(context_of(a))}
+        step = self.window.step(seen, active.keys(), now)
+        changed: list[Alert] = []
+        for cond, since in step.raise_now:
+            self.window.raised(cond.key)
+            alert = self.store.raise_alert(cond, since, now, self.raised_by)
+            if alert is not None:  # None: a peer raised it a moment ago; it is open now
+                self.counters["raised"] += 1
+                changed.append(alert)
+        for key in step.clear_now:
+            self.window.cleared(key)
+            cleared = self.store.clear(active[key].id, now)
+            if cleared is not None:
+                self.counters["cleared"] += 1
+                changed.append(cleared)
+        for key, alert in active.items():
+            now_held = seen.get(key)
+            if now_held is not None and (now_held.detail, now_held.attempt) != (
+                    alert.detail, alert.attempt):
+                updated = self.store.update_facts(alert.id, now_held)
+                if updated is not None:
+                    changed.append(updated)
+        for alert in changed:
+            self.publish("alert", alert.contract())
+        return changed
+
+    async def run(self) -> None:
+        """Tick until cancelled; a failing tick (the journal down) is logged and retried."""
+        while True:
+            await asyncio.sleep(self.tick_s)
+            try:
+                self.tick()
+            except Exception as exc:
+                log.warning("evaluating alerts failed: %s", exc)
+

@@ -1,0 +1,69 @@
+"""The gateway's own condition sources, bound to its state (each source's logic is a pure
+function in console/alert_sources/; this binds it to the hub, the obligation store, the
+conditions the backends reported and the settings). The evaluator takes this list and any
+more sources at construction (alert_evaluator.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+from backend_adapters.base import Backend
+from console.alert_model import Condition
+from console.alert_sources.given_up import given_up
+from console.alert_sources.interrupt_overdue import interrupt_overdue
+from console.alert_sources.liveness_unknown import liveness_unknown, poll_budget
+from console.alert_sources.no_workers import no_workers
+from console.alert_sources.obligation_overdue import obligation_overdue
+from console.alert_sources.retrying import retrying
+from console.alert_sources.stalled import ProgressMarks, stalled
+from console.gateway.alert_evaluator import ConditionSource
+from console.gateway.hub import Hub
+from console.gateway.obligation_store import ObligationStore
+
+
+class GatewayConditions:
+    """Built once per gateway; :meth:`sources` is what the evaluator is given."""
+
+    def __init__(self, hub: Hub, obligations: ObligationStore,
+                 reported: Mapping[str, Sequence[Condition]], backends: Mapping[str, Backend],
+                 *, retrying_after: int, stalled_after_s: float, started_at: datetime,
+                 poll_budget_s: float | None = None) -> None:
+        """``reported``: ``BACKEND:CONTEXT`` -> the conditions of its last poll (kept by the
+        poll loops, background_loops.py)."""
+        self.hub, self.obligations, self.reported = hub, obligations, reported
+        self.backends = backends
+        self.retrying_after, self.stalled_after_s = retrying_after, stalled_after_s
+        self.started_at, self.poll_budget_s = started_at, poll_budget_s
+        self.marks = ProgressMarks()
+
+    def sources(self) -> list[ConditionSource]:
+        return [self.given_up, self.retrying, self.no_workers, self.stalled,
+                self.liveness_unknown, self.interrupt_overdue, self.obligation_overdue]
+
+    def given_up(self) -> Iterable[Condition]:
+        return given_up(self.hub.runs.values())
+
+    def retrying(self) -> Iterable[Condition]:
+        return retrying(self.hub.runs.values(), after=self.retrying_after)
+
+    def no_workers(self) -> Iterable[Condition]:
+        return no_workers(self.reported)
+
+    def stalled(self) -> Iterable[Condition]:
+        now = self.hub.clock()
+        runs = self.hub.runs.values()
+        self.marks.note(runs, now)
+        return stalled(runs, self.marks, now, after_s=self.stalled_after_s)
+
+    def liveness_unknown(self) -> Iterable[Condition]:
+        budgets = {key: self.poll_budget_s or poll_budget(b.poll_interval_s)
+                   for key, b in self.backends.items()}
+        return liveness_unknown(self.hub.backends.values(), budgets, self.started_at,
+                                self.hub.clock())
+
+    def interrupt_overdue(self) -> Iterable[Condition]:
+        return interrupt_overdue(self.hub.interrupts.values(), self.hub.clock())
+
+    def obligation_overdue(self) -> Iterable[Condition]:
+        return obligation_overdue(self.obligations.listing(state="overdue"), self.hub.clock())
