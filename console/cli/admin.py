@@ -16,6 +16,13 @@ import typer
 
 from console.cli.exits import ExitCode, diagnose, fail
 from console.cli.output import hint
+from console.cli.serve_options import (
+    AlertGraceOption,
+    InterruptDeadlineOption,
+    PriceOption,
+    RetentionOption,
+    StalledAfterOption,
+)
 from console.cli.session import global_options
 
 if TYPE_CHECKING:
@@ -47,6 +54,8 @@ def context_alert_settings(context: str | None) -> dict[str, Any]:
         out["stalled_after_s"] = parse_duration(ctx.stalled_after).total_seconds()
     if ctx.retrying_after is not None:
         out["retrying_after"] = ctx.retrying_after
+    if ctx.held_too_long_after:
+        out["held_too_long_after_s"] = parse_duration(ctx.held_too_long_after).total_seconds()
     return out
 
 
@@ -126,32 +135,11 @@ def serve_command(
                      help="This gateway's name in a shared journal (default HOST:PORT); a "
                      "restarted gateway re-drives the unfinished commands of its name."),
     ] = None,
-    retention: Annotated[
-        str | None,
-        typer.Option("--retention", show_default=False,
-                     help="Prune decided approvals and settled obligations from the journal "
-                     "after this long (e.g. 30d); the audit trail stays. Default: the "
-                     "context's retention, else 30d."),
-    ] = None,
-    price: Annotated[
-        list[str] | None,
-        typer.Option("--price", show_default=False,
-                     help="Price per hour of one unit of a resource kind, KIND=AMOUNT "
-                     "(repeatable, e.g. gpu=2.50): plans show the work at risk in money. "
-                     "Over the config file's [prices]."),
-    ] = None,
-    interrupt_deadline: Annotated[str | None, typer.Option(
-        "--interrupt-deadline", metavar="DURATION", show_default=False,
-        help="Deadline for interrupts without one (e.g. 8s, 24h): past it, interrupt_overdue. "
-        "Default: the context's interrupt_deadline, else none.")] = None,
-    alert_grace: Annotated[str | None, typer.Option(
-        "--alert-grace", metavar="DURATION", show_default=False,
-        help="How long a condition holds before its alert is raised, or is gone before it "
-        "clears (default 5s).")] = None,
-    stalled_after: Annotated[str | None, typer.Option(
-        "--stalled-after", metavar="DURATION", show_default=False,
-        help="Fresh heartbeats, progress unmoved this long: stalled (default: the context's "
-        "stalled_after, else 10m).")] = None,
+    retention: RetentionOption = None,
+    price: PriceOption = None,
+    interrupt_deadline: InterruptDeadlineOption = None,
+    alert_grace: AlertGraceOption = None,
+    stalled_after: StalledAfterOption = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings

@@ -157,6 +157,14 @@ class AlertStore:
 
     # -------------------------------------------------------------------------- reads
 
+    def prune(self, before: datetime) -> int:
+        """Cleared alerts whose condition ended before ``before`` leave the journal (the
+        retention, retention.py); open and acknowledged ones stay, and so does the audit."""
+        with self.journal.transaction() as db:
+            gone = db.execute("DELETE FROM alerts WHERE open_key IS NULL AND cleared_at IS NOT"
+                              " NULL AND cleared_at < ?", (_iso(before),)).rowcount
+        return max(gone, 0)
+
     def get(self, alert_id: str) -> Alert | None:
         with self.journal.transaction() as db:
             rows = _select(db, "WHERE id=?", (alert_id,))

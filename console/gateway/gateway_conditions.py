@@ -5,8 +5,8 @@ more sources at construction (alert_evaluator.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from backend_adapters.base import Backend
 from console.alert_model import Condition
@@ -20,6 +20,8 @@ from console.alert_sources.stalled import ProgressMarks, stalled
 from console.gateway.alert_evaluator import ConditionSource
 from console.gateway.hub import Hub
 from console.gateway.obligation_store import ObligationStore
+from console.leak_conditions import PricePerHour, held_too_long, leak_suspected
+from console.model import RunState
 
 
 class GatewayConditions:
@@ -28,9 +30,15 @@ class GatewayConditions:
     def __init__(self, hub: Hub, obligations: ObligationStore,
                  reported: Mapping[str, Sequence[Condition]], backends: Mapping[str, Backend],
                  *, retrying_after: int, stalled_after_s: float, started_at: datetime,
-                 poll_budget_s: float | None = None) -> None:
+                 poll_budget_s: float | None = None,
+                 paused_since: Callable[[], Mapping[str, datetime]] = dict,
+                 held_too_long_after_s: float = 3600.0,
+                 price_per_hour: PricePerHour | None = None) -> None:
         """``reported``: ``BACKEND:CONTEXT`` -> the conditions of its last poll (kept by the
-        poll loops, background_loops.py)."""
+        poll loops, background_loops.py). ``paused_since``: run id -> when irq paused it (the
+        pause ledger); ``price_per_hour``: the price table (leaks and held resources' cost)."""
+        self.paused_since, self.price_per_hour = paused_since, price_per_hour
+        self.held_too_long_after = timedelta(seconds=held_too_long_after_s)
         self.hub, self.obligations, self.reported = hub, obligations, reported
         self.backends = backends
         self.retrying_after, self.stalled_after_s = retrying_after, stalled_after_s
@@ -39,7 +47,8 @@ class GatewayConditions:
 
     def sources(self) -> list[ConditionSource]:
         return [self.given_up, self.retrying, self.no_workers, self.stalled,
-                self.liveness_unknown, self.interrupt_overdue, self.obligation_overdue]
+                self.liveness_unknown, self.interrupt_overdue, self.obligation_overdue,
+                self.leak_suspected, self.held_too_long]
 
     def given_up(self) -> Iterable[Condition]:
         return given_up(self.hub.runs.values())
@@ -67,3 +76,13 @@ class GatewayConditions:
 
     def obligation_overdue(self) -> Iterable[Condition]:
         return obligation_overdue(self.obligations.listing(state="overdue"), self.hub.clock())
+
+    def leak_suspected(self) -> Iterable[Condition]:
+        return leak_suspected(self.hub.runs.values(), self.hub.clock(), self.price_per_hour)
+
+    def held_too_long(self) -> Iterable[Condition]:
+        paused = [r for r in self.hub.runs.values() if r.state is RunState.PAUSED]
+        if not paused:  # the pause ledger is read only when some run is paused
+            return []
+        return held_too_long(paused, self.paused_since(), self.hub.clock(),
+                             self.held_too_long_after, self.price_per_hour)

@@ -113,19 +113,7 @@ class Gateway:
         self.tokens = TokenStore(tokens_path(settings.home))
         if not self.journal.exclusive:  # tokens of every gateway on this journal count here
             self.tokens.share(SharedTokens(self.journal, settings.owner).sync)
-        self.backends: dict[str, Backend] = {}
-        for raw in settings.backends:
-            parsed = parse_backend_url(raw)
-            backend = open_backend(parsed, self.ledger)
-            if parsed.poll_s:
-                backend.poll_interval_s = parsed.poll_s
-            key = f"{backend.name}:{backend.context}"
-            if key in self.backends:
-                raise BackendURLError(f"two backends share the context {key!r}; set ?context=")
-            self.backends[key] = backend
-            self.hub.set_health(BackendHealth(backend=backend.name, context=backend.context,
-                                              url=parsed.display, reachable=False,
-                                              error="connecting"))
+        self.backends: dict[str, Backend] = self._open_backends(settings.backends)
         #: until each backend's first poll succeeds (background_loops.py)
         self.first_reads = FirstReads(self.backends)
         self.refusals = RefusalLedger(self._audit_refusal,
@@ -157,14 +145,7 @@ class Gateway:
         self.counters: Counter[str] = Counter()
         #: each context's last poll's backend conditions (background_loops.py writes them)
         self.reported_conditions: dict[str, list[Condition]] = {}
-        self.conditions = GatewayConditions(
-            self.hub, self.obligations, self.reported_conditions, self.backends,
-            retrying_after=settings.retrying_after, stalled_after_s=settings.stalled_after_s,
-            started_at=utcnow(), poll_budget_s=settings.poll_budget_s)
-        self.alert_evaluator = AlertEvaluator(
-            self.alerts, self.conditions.sources() + list(condition_sources or []),
-            publish=self.hub.publish, clock=self.hub.clock, grace_s=settings.alert_grace_s,
-            owns=self._owns, raised_by=settings.owner)
+        self.alert_evaluator = self._alert_evaluator(settings, condition_sources or [])
         self.agent_channel = AgentChannel(settings, self.hub, self.backends, self.policy,
                                    self.policy_events, self.refusals, self.counters,
                                    self.agent_links)
@@ -191,7 +172,8 @@ class Gateway:
             lambda: self.policy.engine, self.hub.clock)
         self.retention = Retention(
             timedelta(seconds=settings.retention_s),
-            [DecidedApprovals(self.journal), SettledObligations(self.journal)], self.hub.clock)
+            [DecidedApprovals(self.journal), SettledObligations(self.journal), self.alerts],
+            self.hub.clock)
         self.loops = BackgroundLoops(settings, self.hub, self.journal, self.backends,
                                      self.executor, self.first_reads, self.leases,
                                      self.peering, self.tokens, self.policy,
@@ -202,6 +184,38 @@ class Gateway:
         self._tasks: list[asyncio.Task[Any]] = []
         self._server: Server | None = None
         self.port = settings.port
+
+    def _open_backends(self, urls: list[str]) -> dict[str, Backend]:
+        """One adapter per backend URL, each shown ``connecting`` until its first poll."""
+        backends: dict[str, Backend] = {}
+        for raw in urls:
+            parsed = parse_backend_url(raw)
+            backend = open_backend(parsed, self.ledger)
+            if parsed.poll_s:
+                backend.poll_interval_s = parsed.poll_s
+            key = f"{backend.name}:{backend.context}"
+            if key in backends:
+                raise BackendURLError(f"two backends share the context {key!r}; set ?context=")
+            backends[key] = backend
+            self.hub.set_health(BackendHealth(backend=backend.name, context=backend.context,
+                                              url=parsed.display, reachable=False,
+                                              error="connecting"))
+        return backends
+
+    def _alert_evaluator(self, settings: GatewaySettings,
+                         extra: list[ConditionSource]) -> AlertEvaluator:
+        """The alert loop over the gateway's own condition sources and ``extra`` ones."""
+        self.conditions = GatewayConditions(
+            self.hub, self.obligations, self.reported_conditions, self.backends,
+            retrying_after=settings.retrying_after, stalled_after_s=settings.stalled_after_s,
+            started_at=utcnow(), poll_budget_s=settings.poll_budget_s,
+            paused_since=self.ledger.paused_since,
+            held_too_long_after_s=settings.held_too_long_after_s,
+            price_per_hour=settings.prices.price_of)
+        return AlertEvaluator(
+            self.alerts, self.conditions.sources() + list(extra),
+            publish=self.hub.publish, clock=self.hub.clock, grace_s=settings.alert_grace_s,
+            owns=self._owns, raised_by=settings.owner)
 
     def add_backend(self, key: str, backend: Backend, url: str = "") -> None:
         """One more backend context, before :meth:`start` (one not built from a URL: the

@@ -67,6 +67,8 @@ class GatewaySettings:
     #: a deadline for interrupts that carry none (irq serve --interrupt-deadline, or the
     #: context's ``interrupt_deadline``); None: none
     interrupt_deadline_s: float | None = None
+    #: a paused run keeping an on_pause=keep resource past this raises held_too_long
+    held_too_long_after_s: float = 3600.0
 
     @property
     def journal_path(self) -> Path:

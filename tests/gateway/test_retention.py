@@ -138,3 +138,25 @@ def test_the_pause_ledger_says_since_when_each_run_is_paused(journal: JournalSto
     ledger.mark_paused("dbos:local/b", False)
     since = ledger.paused_since()
     assert list(since) == ["dbos:local/a"] and since["dbos:local/a"] >= before
+
+
+def test_cleared_alerts_are_pruned_and_open_ones_stay(journal: JournalStore) -> None:
+    from console.alert_model import AlertKind, Condition
+    from console.gateway.alert_store import AlertStore
+
+    store = AlertStore(journal)
+    now = utcnow()
+    old = store.raise_alert(Condition(AlertKind.STALLED, "dbos:x/old", "no progress"),
+                            now - 40 * DAY, now - 40 * DAY)
+    recent = store.raise_alert(Condition(AlertKind.STALLED, "dbos:x/new", "no progress"),
+                               now - 2 * DAY, now - 2 * DAY)
+    still_open = store.raise_alert(Condition(AlertKind.GIVEN_UP, "dbos:x/open", "gave up"),
+                                   now - 40 * DAY, now - 40 * DAY)
+    assert old and recent and still_open
+    store.clear(old.id, now - 39 * DAY)
+    store.clear(recent.id, now - DAY)
+    pruner: Prunable = store  # the retention takes it beside the other stores
+    assert pruner.prune(now - 30 * DAY) == 1
+    left = {a.id for a in store.listing(include_cleared=True)}
+    assert left == {recent.id, still_open.id}
+    assert store.prune(now - 30 * DAY) == 0

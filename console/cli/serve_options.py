@@ -1,0 +1,35 @@
+"""``irq serve``'s upkeep and alert options (retention, prices, deadlines, alert timing),
+declared once here so the command stays a list of names."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+RetentionOption = Annotated[
+    str | None,
+    typer.Option("--retention", show_default=False,
+                 help="Prune decided approvals, settled obligations and cleared alerts from the "
+                 "journal after this long (e.g. 30d); the audit trail stays. Default: the "
+                 "context's retention, else 30d."),
+]
+PriceOption = Annotated[
+    list[str] | None,
+    typer.Option("--price", show_default=False,
+                 help="Price per hour of one unit of a resource kind, KIND=AMOUNT "
+                 "(repeatable, e.g. gpu=2.50): plans show the work at risk in money. "
+                 "Over the config file's [prices]."),
+]
+InterruptDeadlineOption = Annotated[str | None, typer.Option(
+    "--interrupt-deadline", metavar="DURATION", show_default=False,
+    help="Deadline for interrupts without one (e.g. 8s, 24h): past it, interrupt_overdue. "
+    "Default: the context's interrupt_deadline, else none.")]
+AlertGraceOption = Annotated[str | None, typer.Option(
+    "--alert-grace", metavar="DURATION", show_default=False,
+    help="How long a condition holds before its alert is raised, or is gone before it "
+    "clears (default 5s).")]
+StalledAfterOption = Annotated[str | None, typer.Option(
+    "--stalled-after", metavar="DURATION", show_default=False,
+    help="Fresh heartbeats, progress unmoved this long: stalled (default: the context's "
+    "stalled_after, else 10m).")]
