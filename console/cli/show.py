@@ -109,6 +109,11 @@ def _print_summary(data: dict[str, Any]) -> None:
         ("started", fmt_time(data.get("started_at"))),
         ("updated", fmt_time(data.get("updated_at"))),
     ]
+    error = data.get("error")
+    if isinstance(error, dict) and (error.get("type") or error.get("message")):
+        where = f" in step {esc(error['step'])}" if error.get("step") else ""
+        failure = f"[red]{esc(error.get('type') or 'error')}{where}:[/] {esc(error.get('message'))}"
+        rows.insert(3, ("error", failure))
     if data.get("preempted"):
         rows.append(("preempted", "yes: externally suspended, its intent stays valid"))
     if data.get("in_flight_step"):

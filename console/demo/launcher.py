@@ -11,9 +11,11 @@ keeps two demos from sharing one fleet database. The launcher
 3. starts the gateway (``python -m console.cli.app serve``) on port 7433, or a free port when
    that one is busy, with the demo policy (``--policy console/demo/policy.toml``), and waits
    until it answers;
-4. starts the fleet (``python -m console.demo.dbos.fleet --db PATH --guarded``) with
-   ``IRQ_AGENT_URL`` and ``IRQ_AGENT_TOKEN`` so its agents heartbeat to the gateway, receive
-   its policy and call their tools through the policy guard;
+4. starts the fleet (``python -m console.demo.dbos.fleet --db PATH --guarded --showcase``)
+   with ``IRQ_AGENT_URL`` and ``IRQ_AGENT_TOKEN`` so its agents heartbeat to the gateway,
+   receive its policy and call their tools through the policy guard; the showcase adds a
+   month-end close that fails until someone retries it and a stuck agent beside a slow one
+   (console/demo/dbos/showcase.py);
 5. opens the TUI (or, with ``--no-tui`` or when the TUI is not available, prints how to use
    the CLI and waits for SIGINT/SIGTERM);
 6. on exit stops every child it started by its pid (SIGTERM, then SIGKILL after a grace
@@ -473,7 +475,7 @@ def _run(
         fleet = ChildProcess(
             name="fleet",
             argv=[sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(paths.db)]
-            + ["--guarded"],
+            + ["--guarded", "--showcase"],
             log=paths.log("fleet"),
             env=agent_env,
         )

@@ -59,6 +59,14 @@ def summary(run: Run, state: RunState, now: datetime, g: GlyphSet) -> Renderable
     if run.name:
         grid.add_row("name", inert(run.name))
     grid.add_row("state", state_line)
+    if run.error is not None:  # failed or given up: what the engine recorded, where
+        failure = inert(run.error.type or "error", "bold red")
+        if run.error.step:
+            failure.append(" in step ", style="red")
+            failure.append_text(inert(run.error.step, "red"))
+        failure.append(": ")
+        failure.append_text(inert(run.error.message))
+        grid.add_row("error", failure)
     age = run.heartbeat_age_s(now)
     beat = Text(f"{format_age(age, g.none)} ago" if age is not None else "no heartbeat")
     cadence = []

@@ -145,6 +145,7 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
         for run in seen["runs"]:
             assert RUN_FIELDS <= set(run), run
             assert run["id"] and run["native_id"] and run["state"], run
+        _the_failed_close_is_retried_to_completion(irq_home / "demo")
         # nothing the demo and its children wrote is readable by others (SECURITY.md)
         exposed = []
         for path in (irq_home / "demo").rglob("*"):
@@ -172,6 +173,37 @@ def test_demo_without_tui_serves_the_cli_and_stops_its_children_on_sigterm(irq_h
     assert code == 0, log.read_text()
     for pid in pids:
         assert not pid_alive(pid), f"child {pid} survived the demo"
+
+
+def _the_failed_close_is_retried_to_completion(demo_dir: Path) -> None:
+    """The showcase's month-end close fails in its last step with the reports API's 503 (the
+    error names the step); `irq retry` forks it and the fork completes, publishing the
+    report without fetching or reconciling again."""
+    close = "dbos:local/month-end-close-0001"
+    failed: dict[str, dict] = {}
+
+    def close_failed() -> bool:
+        runs = {r["id"]: r for r in json.loads(irq("runs", "-o", "json").stdout)}
+        failed.update(runs.get(close) or {})
+        return failed.get("state") == "failed"
+
+    _wait_for(close_failed, 60, "the month-end close to fail")
+    assert failed["error"]["step"] == "publish_report", failed
+    assert "503 from reports-api" in failed["error"]["message"], failed
+    shown = irq("show", close)
+    assert "ConnectionError in step publish_report: upstream 503" in shown.stdout, shown.stdout
+    plan = irq("retry", close, "--dry-run", "-o", "json")
+    assert plan.code == 0, plan.stdout + plan.stderr
+    assert json.loads(plan.stdout)["steps_kept"] == ["fetch_invoices", "reconcile"], plan.stdout
+    retry = irq("retry", close, "--yes", "--reason", "reports-api is back", "--wait", "60",
+                "-o", "json")
+    assert retry.code == 0, retry.stdout + retry.stderr
+    (result,) = json.loads(retry.stdout)["results"]
+    assert result["outcome"] == "applied" and result["new_run_id"], result
+    _wait_for(lambda: any(s["state"] == "completed" for s in json.loads(
+        irq("runs", "-o", "json").stdout) if s["id"] == result["new_run_id"]), 30,
+        "the retried close to complete")
+    assert list((demo_dir / "outbox" / "month-end-close-0001").glob("month-end-*.json"))
 
 
 def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:

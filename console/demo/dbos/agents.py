@@ -20,6 +20,9 @@ Plan shape::
                                "description", "timeout_s"},
                  "then": [{"step": "deploy", "seconds": 2.0}]}]}
 
+A ``step`` with ``creep`` moves the run's progress a little at a time while it works (a slow
+call that still gets somewhere); without it, progress moves only between items.
+
 A ``tool`` item with ``guarded`` goes through the policy guard (``AgentRun.tool``): the gateway's
 policy permits it (it runs), prohibits it (it never runs; recorded) or asks for an approval (an
 interrupt naming the rule; it runs once on approve or edit, never on reject), and obligations
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from typing import Any
 
 from dbos import DBOS
@@ -45,14 +49,28 @@ QUEUE = "irq-demo"
 
 
 def work(
-    wid: str, step: str, seconds: float, log: str | None, args: dict[str, Any]
+    wid: str,
+    step: str,
+    seconds: float,
+    log: str | None,
+    args: dict[str, Any],
+    done: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
-    """A step's body: record the execution, then "work" (sleep) for ``seconds``."""
+    """A step's body: record the execution, then "work" (sleep) for ``seconds``, telling
+    ``done`` (if any) which fraction of the work is behind it."""
     append_log(log, event="step", wid=wid, step=step, args=args)
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) > 0:
         time.sleep(min(0.25, left))
+        if done is not None:
+            done(1.0 - max(0.0, deadline - time.monotonic()) / max(seconds, 0.001))
     return {"step": step, "done_at": time.time()}
+
+
+def _creep(run: AgentRun, start: float, end: float, fraction: float) -> None:
+    """Progress from ``start`` to ``end`` as a step's work gets done (3 decimals: a slow step
+    still moves between two heartbeats)."""
+    run.set_progress(round(start + (end - start) * fraction, 3))
 
 
 def use_tool(
@@ -96,9 +114,12 @@ def irq_demo_agent(plan: dict[str, Any]) -> dict[str, Any]:
     ) as run:
         script = plan.get("script", [])
         for number, item in enumerate(script, start=1):
-            run.set_progress(round((number - 1) / max(1, len(script)), 2))
+            start, end = (number - 1) / max(1, len(script)), number / max(1, len(script))
+            run.set_progress(round(start, 2))
             if "step" in item:
-                run.step(item["step"], work, wid, item["step"], item.get("seconds", 1.0), log, {})
+                creep = functools.partial(_creep, run, start, end) if item.get("creep") else None
+                seconds = item.get("seconds", 1.0)
+                run.step(item["step"], work, wid, item["step"], seconds, log, {}, creep)
             elif "tool" in item and plan.get("guarded"):
                 decisions.append(_guarded_tool(run, wid, log, item))
             elif "tool" in item:

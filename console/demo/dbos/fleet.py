@@ -1,7 +1,7 @@
 """The demo fleet: real DBOS agents on SQLite, with preemptions (``python -m``).
 
     python -m console.demo.dbos.fleet --db PATH [--agents N] [--workers W] [--preempt-every S]
-        [--guarded]
+        [--guarded] [--showcase]
 
 A supervisor that runs W worker processes (console/demo/dbos/worker.py) sharing N agent lanes.
 Every ``--preempt-every`` seconds one worker is SIGKILLed (a spot eviction, say) and, after
@@ -52,6 +52,9 @@ class Fleet:
     step_scale: float = 1.0
     log: Path | None = None
     guarded: bool = False
+    #: the showcase (console/demo/dbos/showcase.py): a month-end close that fails until
+    #: retried, a stuck and a slow agent (two more lanes on the first worker)
+    showcase: bool = False
     env: Mapping[str, str] | None = None
     members: list[Worker] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -79,6 +82,8 @@ class Fleet:
             cmd += ["--log", str(self.log)]
         if self.guarded:
             cmd.append("--guarded")
+        if self.showcase and worker is self.members[0]:
+            cmd += ["--showcase-lanes", f"{self.agents},{self.agents + 1}"]
         return cmd
 
     def _spawn(self, worker: Worker) -> None:
@@ -98,6 +103,23 @@ class Fleet:
             self._spawn(worker)
             if i == 0:
                 self._wait_for_db(20.0)  # the first worker creates the schema
+        if self.showcase:
+            self._start_month_end_close()
+
+    def _start_month_end_close(self) -> None:
+        from console.demo.dbos.agents import APP_VERSION, QUEUE
+        from console.demo.dbos.showcase import start_month_end_close
+
+        try:
+            started = start_month_end_close(
+                f"sqlite:///{self.db}", self.db.parent / "outbox", queue=QUEUE,
+                app_version=APP_VERSION,
+            )
+        except Exception as exc:  # noqa: BLE001 - the fleet runs on without it
+            self._say(f"could not start the month-end close: {type(exc).__name__}: {exc}")
+            return
+        self._say(f"started {started}" if started else
+                  "the last month-end close is still running or waiting for a retry")
 
     def _wait_for_db(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -119,6 +141,14 @@ class Fleet:
             f"preempted {worker.executor_id} (SIGKILL pid {process.pid}); back in "
             f"{self.downtime_s:g}s"
         )
+
+    def _preemptible(self) -> list[Worker]:
+        """The workers the fleet evicts in turn: not the showcase's (when there is another),
+        whose stuck agent must stay stuck long enough to be seen stalled, and whose slow
+        agent must keep moving."""
+        if self.showcase and len(self.members) > 1:
+            return self.members[1:]
+        return self.members
 
     def request_stop(self) -> None:
         """Make supervise() return (safe from a signal handler)."""
@@ -153,7 +183,8 @@ class Fleet:
                 if worker.process is None and now >= worker.down_until:
                     self._spawn(worker)
             if now >= next_preempt and self.preempt_every_s:
-                self.preempt(self.members[victim % len(self.members)])
+                victims = self._preemptible()
+                self.preempt(victims[victim % len(victims)])
                 victim += 1
                 next_preempt = now + self.preempt_every_s
 
@@ -179,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="agents call their tools through the policy guard (the gateway's policy decides)",
     )
+    parser.add_argument(
+        "--showcase",
+        action="store_true",
+        help="also a month-end close that fails until retried, a stuck and a slow agent",
+    )
     args = parser.parse_args(argv)
 
     fleet = Fleet(
@@ -190,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         step_scale=args.step_scale,
         log=args.log.resolve() if args.log else None,
         guarded=args.guarded,
+        showcase=args.showcase,
     )
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -409,9 +409,12 @@ def plan_for(
     interval_s: float = 2.0,
     timeout_s: float = 10.0,
     guarded: bool = False,
+    builder: Callable[[int, int, random.Random], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The plan of generation ``gen`` of ``lane``: its kind's (or ``builder``'s) plan, its steps
+    scaled by ``step_scale``, with the worker's settings."""
     rng = random.Random(lane * 7919 + gen)
-    plan = KINDS[lane % len(KINDS)][1](lane, gen, rng)
+    plan = (builder or KINDS[lane % len(KINDS)][1])(lane, gen, rng)
 
     def scale(items: list[dict[str, Any]]) -> None:
         for item in items:

@@ -10,7 +10,9 @@ Each lane keeps one agent alive: it starts workflow ``<kind>-<lane>-<gen>``, wai
 active or paused, then starts the next generation. A worker restarted with the same executor
 id (and the pinned application version) recovers its PENDING workflows itself, so the lanes
 simply wait on them. The worker also serves the ``irq-demo`` queue, so tests and tools can
-enqueue plans for ``irq_demo_agent`` with a DBOSClient. With ``--guarded`` the lanes' agents call
+enqueue plans for ``irq_demo_agent`` with a DBOSClient (and the fleet its month-end close,
+console/demo/dbos/month_end.py). ``--showcase-lanes`` adds the stuck and the slow agent of
+console/demo/dbos/showcase.py. With ``--guarded`` the lanes' agents call
 their tools through the policy guard (the gateway's policy decides); without it they raise the
 plain interrupts the demo raised before policies (for a gateway that runs without one).
 
@@ -26,6 +28,7 @@ import os
 import random
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +36,12 @@ from dbos import DBOS, SetWorkflowID, WorkflowStatus
 
 from backend_adapters.dbos.agent import agent_config, configure_agent
 from backend_adapters.dbos.conventions import ACTIVE_STATUSES, ATTR_INTENT
+from console.demo.dbos import month_end  # noqa: F401 - registers month_end_close
 from console.demo.dbos.agents import APP_NAME, APP_VERSION, QUEUE, irq_demo_agent
 from console.demo.dbos.plans import lane_prefix, plan_for
+from console.demo.dbos.showcase import SHOWCASE_KINDS
+
+PlanBuilder = Callable[[int, int, random.Random], dict[str, Any]]
 
 log = logging.getLogger("irq.demo.worker")
 
@@ -59,9 +66,17 @@ def _paused(status: WorkflowStatus) -> bool:
 class Lane:
     """Keeps one agent of one kind running, generation after generation."""
 
-    def __init__(self, lane: int, settings: dict[str, Any], stop: threading.Event) -> None:
+    def __init__(
+        self,
+        lane: int,
+        settings: dict[str, Any],
+        stop: threading.Event,
+        kind: tuple[str, PlanBuilder] | None = None,
+    ) -> None:
         self.lane = lane
-        self.prefix = lane_prefix(lane)
+        # a showcase lane runs its own kind; the others run their lane number's kind
+        self.prefix = f"{kind[0]}-{lane:02d}-" if kind else lane_prefix(lane)
+        self.builder = kind[1] if kind else None
         self.settings = settings
         self.stop = stop
         self.rng = random.Random(lane)
@@ -99,6 +114,7 @@ class Lane:
                     interval_s=self.settings["interval_s"],
                     timeout_s=self.settings["timeout_s"],
                     guarded=self.settings["guarded"],
+                    builder=self.builder,
                 )
                 with SetWorkflowID(f"{self.prefix}{gen:04d}"):
                     DBOS.start_workflow(irq_demo_agent, plan)
@@ -121,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--executor-id", required=True)
     parser.add_argument("--lanes", default="", help="comma-separated lane numbers to run")
+    parser.add_argument(
+        "--showcase-lanes",
+        default="",
+        help="lane numbers for the showcase agents (console/demo/dbos/showcase.py), in order",
+    )
     parser.add_argument("--board", type=Path, help="reservation directory (default: next to db)")
     parser.add_argument("--log", type=Path, help="JSON-lines execution log (default: none)")
     parser.add_argument("--step-scale", type=float, default=1.0)
@@ -166,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     for lane in lanes:
         threading.Thread(
             target=Lane(lane, settings, stop).run, name=f"lane-{lane}", daemon=True
+        ).start()
+    showcase = [int(x) for x in args.showcase_lanes.split(",") if x.strip()]
+    for lane, kind in zip(showcase, SHOWCASE_KINDS, strict=False):
+        threading.Thread(
+            target=Lane(lane, settings, stop, kind).run, name=f"lane-{lane}", daemon=True
         ).start()
     if args.watch_parent:
         threading.Thread(target=_watch_parent, args=(stop,), daemon=True).start()
