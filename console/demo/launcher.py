@@ -62,6 +62,7 @@ DEMO_CONTEXT = "demo"
 DEFAULT_PORT = 7433
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
+DEMO_STALLED_AFTER = "60s"  # the showcase agent stuck at 33% is alerted on after a minute
 #: what the demo's agent token may report for: the DBOS fleet's runs (context ``local``, the
 #: default of its backend URL) and the Restate handlers' (``restate:local``) push heartbeats;
 #: the Temporal worker's heartbeats are native, but its policy guard reports decisions and
@@ -456,6 +457,8 @@ def _run(
         name="gateway",
         argv=[sys.executable, "-m", "console.cli.app", "serve", "--host", HOST, "--port", str(port)]
         + ["--policy", str(DEMO_POLICY)]
+        # the showcase's stuck agent is alerted on within a minute, not the default ten
+        + ["--stalled-after", DEMO_STALLED_AFTER]
         + [a for b in backends for a in ("--backend", b)],
         log=paths.log("gateway"),
     )
