@@ -21,6 +21,7 @@ from console.cli.serve_options import (
     InterruptDeadlineOption,
     PriceOption,
     RetentionOption,
+    RetryingAfterOption,
     StalledAfterOption,
 )
 from console.cli.session import global_options
@@ -140,6 +141,7 @@ def serve_command(
     interrupt_deadline: InterruptDeadlineOption = None,
     alert_grace: AlertGraceOption = None,
     stalled_after: StalledAfterOption = None,
+    retrying_after: RetryingAfterOption = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings
@@ -159,7 +161,7 @@ def serve_command(
                                journal=journal or "", gateway_id=gateway_id or "",
                                **_upkeep(ctx, retention, price or []),
                                **_alert_settings(ctx, interrupt_deadline, alert_grace,
-                                                 stalled_after))
+                                                 stalled_after, retrying_after))
     from console.gateway.journal_store import is_postgres_url, redacted
 
     if journal and not is_postgres_url(journal):
@@ -205,9 +207,12 @@ def _upkeep(ctx: typer.Context, retention: str | None, prices: list[str]) -> dic
 
 
 def _alert_settings(ctx: typer.Context, interrupt_deadline: str | None,
-                    alert_grace: str | None, stalled_after: str | None) -> dict[str, Any]:
+                    alert_grace: str | None, stalled_after: str | None,
+                    retrying_after: int | None = None) -> dict[str, Any]:
     """Flag > the context's keys > GatewaySettings' defaults."""
     out = context_alert_settings(global_options(ctx).context)
+    if retrying_after is not None:
+        out["retrying_after"] = retrying_after
     for field, flag, text in (("interrupt_deadline_s", "--interrupt-deadline", interrupt_deadline),
                               ("alert_grace_s", "--alert-grace", alert_grace),
                               ("stalled_after_s", "--stalled-after", stalled_after)):

@@ -33,3 +33,7 @@ StalledAfterOption = Annotated[str | None, typer.Option(
     "--stalled-after", metavar="DURATION", show_default=False,
     help="Fresh heartbeats, progress unmoved this long: stalled (default: the context's "
     "stalled_after, else 10m).")]
+RetryingAfterOption = Annotated[int | None, typer.Option(
+    "--retrying-after", metavar="N", min=1, show_default=False,
+    help="A step failing this many attempts in a row and backing off: retrying (default: the "
+    "context's retrying_after, else 3).")]
