@@ -1,23 +1,29 @@
 """Failed and given-up invocations, retry and the alert facts on a real Restate server
 (``recovery_services.py``: a plain restate-sdk service, no irq code). Side effects are
-counted in the service's own file, per order: after a retry the journaled steps ran once."""
+counted in the service's own file, per order: after a retry the journaled steps ran once.
+The last test goes through a real ``irq serve``: the given-up invocation is a ``given_up``
+alert (one webhook POST), and ``irq retry`` after the fix clears it."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
-from restate_scenarios import HERE, RestateStack, send
+from restate_scenarios import HERE, RestateStack, send, wait_for
 
 from backend_adapters.base import Conflict, InvalidInput
 from backend_adapters.restate.adapter import RestateBackend
 from backend_adapters.restate.dev_server import HypercornService
 from console.alert_model import AlertKind
 from console.model import Run, RunState
+from console.processes import stop_process
+from tests.cli.cli_harness import irq, start_gateway
+from tests.support.webhook_receiver import webhook_receiver
 
 RESTATE_APP = "recovery_services:app"
 T = TypeVar("T")
@@ -195,3 +201,52 @@ async def test_a_killed_deployment_with_work_in_flight_is_no_workers_until_it_re
         await state(adapter, inv, RunState.COMPLETED)
     finally:
         standby.stop()
+
+
+def test_a_handler_that_exhausts_its_retries_is_a_given_up_alert_until_irq_retry(
+    stack: RestateStack, tmp_path: Path
+) -> None:
+    flag = broken(stack, "ga1")
+    with webhook_receiver() as receiver:
+        notify = tmp_path / "notify.toml"
+        notify.write_text(receiver.notify_config(["given_up"]))
+        gateway = start_gateway(tmp_path, [stack.server.backend_url(poll=0.3)],
+                                extra_args=["--alert-grace", "1s", "--notify-config", str(notify)])
+        try:
+            env = {**gateway.env(gateway.operator), "IRQ_HOME": str(tmp_path)}
+
+            def alerts(*extra: str) -> list[dict[str, Any]]:
+                out = irq("alerts", "-o", "json", *extra, env=env)
+                assert out.code == 0, out.stdout + out.stderr
+                listed: list[dict[str, Any]] = json.loads(out.stdout)
+                return listed
+
+            inv = send(stack.server.ingress_url, "Orders/fulfil", {"order": "ga1",
+                                                                   "broken": str(flag)})
+            alert = wait_for(lambda: next((a for a in alerts() if a["kind"] == "given_up"
+                                           and a["run"].endswith(f"/{inv}")), None),
+                             "the given_up alert")
+            run_id = alert["run"]
+            assert (alert["state"], alert["backend"], alert["subject"]) == (
+                "open", "restate", run_id)
+            assert "RuntimeError: carrier API down for order ga1 in ship" in alert["detail"]
+            assert alert["action"] == f"fix the cause, then irq retry {run_id}"
+            assert alert["facts"]["error"]["step"] == "ship"
+            [post] = wait_for(lambda: receiver.of_kind("given_up"), "the webhook POST")
+            assert post["alert"]["id"] == alert["id"] and post["run_id"] == run_id
+
+            flag.unlink()
+            done = irq("retry", run_id, "--yes", "--reason", "carrier back", "--wait", "30",
+                       "-o", "json", env=env)
+            assert done.code == 0, done.stdout + done.stderr
+            assert json.loads(done.stdout)["results"][0]["outcome"] == "applied"
+
+            def cleared() -> dict[str, Any] | None:
+                found = next((a for a in alerts("--all") if a["id"] == alert["id"]), None)
+                return found if found is not None and found["state"] == "cleared" else None
+
+            wait_for(cleared, "the given_up alert cleared after the retry")
+            assert counts(stack, "ga1")["reserve"] == 1 and counts(stack, "ga1")["ship"] == 4
+            assert [p["alert"]["id"] for p in receiver.of_kind("given_up")] == [alert["id"]]
+        finally:
+            stop_process(gateway.process)
