@@ -126,7 +126,7 @@ class TaskQueuePollers:
             kind=AlertKind.NO_WORKERS,
             subject=f"{BACKEND}:{context}/task-queue/{queue}",
             detail=f"{n} running workflow{'' if n == 1 else 's'} on task queue '{queue}' and "
-            "no worker polls it: nothing they wait for can run",
+            f"no worker polls it: nothing {'it waits' if n == 1 else 'they wait'} for can run",
             action=f"start a worker polling task queue {queue}",
             backend=BACKEND,
             context=context,

@@ -20,6 +20,7 @@ from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
 from console.tui.screens import mutation_flows
 from console.tui.screens.base import ViewScreen, selected_row_key
+from console.tui.widgets.alert_bar import about_label, detail_without_run
 from console.tui.widgets.table_fit import fit_columns
 
 STATE_STYLE = {"open": "bold red", "acknowledged": "yellow", "cleared": "dim"}
@@ -113,9 +114,9 @@ class AlertsScreen(ViewScreen):
         items = self._items()
         table.clear()
         for a in items:
-            about = (a.run or a.subject).split("/", 1)[-1]
-            table.add_row(state_cell(a, now), inert(a.kind), inert(about), inert(a.detail),
-                          key=a.id)
+            # ABOUT names the run: the detail cell starts where the run's name ends
+            table.add_row(state_cell(a, now), inert(a.kind), inert(about_label(a)),
+                          inert(detail_without_run(a)[1]), key=a.id)
         self._shown = [a.id for a in items]
         if selected in self._shown:
             table.move_cursor(row=self._shown.index(selected), animate=False)

@@ -1,0 +1,88 @@
+"""The alert bar and the alerts screen at 80x24, with the alerts a real gateway raised over
+Temporal and Restate (their exact shape, from ``irq alerts -o json``): the bar says how many
+and of which kinds, and the newest unacknowledged one in words an operator can act on — its
+run's name and what went wrong, not the run named twice; the screen's table shows what each
+is about and the detail after the run's name; the pane below keeps the whole detail."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from test_snapshots import DATA, screen_text, settle
+from textual.widgets import DataTable
+from tui_pilot import until
+
+from console.alert_model import Alert
+from console.tui.app import IrqApp
+from console.tui.fleet_source import RecordedSource
+from console.tui.widgets.alert_bar import alert_bar_text, headline
+
+AT = datetime(2026, 12, 4, 7, 27, 30, tzinfo=UTC)
+INV = "restate:local/inv_1lpwaxYCQd9t0VuQJoi09RKkDTn1pYaqkI"
+FLAKY = "temporal:local/nightly-sync-206d"
+
+
+def raised(seconds_ago: int, **fields: object) -> Alert:
+    at = AT - timedelta(seconds=seconds_ago)
+    return Alert.model_validate({"id": f"al-{seconds_ago:012d}", "since": at, "raised_at": at,
+                                 **fields})
+
+
+GIVEN_UP = raised(
+    16, kind="given_up", subject=INV, run=INV, backend="restate", context="local",
+    detail=f"Orders/fulfil ({INV}): the engine stopped retrying: RuntimeError: carrier API "
+    "down for order o-42 in ship", action=f"fix the cause, then irq retry {INV}")
+NO_WORKERS = raised(
+    5, kind="no_workers", subject="temporal:local/task-queue/billing-206d", backend="temporal",
+    context="local", detail="1 running workflow on task queue 'billing-206d' and no worker "
+    "polls it: nothing it waits for can run",
+    action="start a worker polling task queue billing-206d")
+RETRYING = raised(
+    3, kind="retrying", subject=FLAKY, run=FLAKY, backend="temporal", context="local",
+    attempt=42, detail=f"AlwaysFailing ({FLAKY}): step flaky_call (activity 1) at attempt 42, "
+    "last error: UpstreamUnavailable: upstream 503, next attempt at 2026-12-04 07:27:47Z",
+    action=f"look at the step's error; irq show {FLAKY}")
+ALERTS = [GIVEN_UP, NO_WORKERS, RETRYING]  # oldest first, as needing_attention orders them
+
+
+def test_the_bar_names_the_kinds_and_the_newest_alert_by_its_run_name_at_80_columns() -> None:
+    line = alert_bar_text(ALERTS, 80)
+    assert line.cell_len == 80
+    assert line.plain.startswith(" ALERTS 3   given_up no_workers retrying  AlwaysFailing: step")
+    assert line.plain.endswith(" [4] alerts ")
+    assert FLAKY not in line.plain  # the run is not named twice
+
+
+def test_the_bar_shows_the_newest_unacknowledged_alert_and_counts_repeated_kinds() -> None:
+    acked = RETRYING.model_copy(update={"state": "acknowledged", "acked_by": "ann"})
+    other = raised(10, kind="retrying", subject="temporal:local/x", run="temporal:local/x",
+                   detail="temporal:local/x: step a at attempt 3")
+    line = alert_bar_text([GIVEN_UP, other, NO_WORKERS, acked], 200).plain
+    assert "1 acked" in line and "given_up no_workers retrying 2" in line
+    assert "1 running workflow on task queue 'billing-206d'" in line  # not the acked one
+    assert headline(other) == "x: step a at attempt 3"  # unnamed run: its native id
+
+
+async def test_bar_and_alerts_screen_at_80x24_show_what_each_alert_is_about() -> None:
+    source = RecordedSource(json.loads(DATA.read_text()), url="recorded")
+    source.view.alerts = {a.id: a for a in ALERTS}
+    at = source.recorded_at
+    app = IrqApp(source, context="demo", clock=lambda: at, ping_interval=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "ALERTS 3" in text and "given_up no_workers retrying  AlwaysFailing: step" in text
+        await pilot.press("4")
+        await until(pilot, lambda: "Alerts: 3 open" in screen_text(app), "the alerts screen")
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#alerts-table", DataTable)
+        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[2] for r in rows] == ["nightly-sync-206d", "billing-206d",
+                                        "inv_1lpwaxYCQd9t0VuQJoi09RKkDTn1pYaqkI"]
+        # the detail cell starts after the run's name, which ABOUT already shows
+        assert rows[0][3].startswith("step flaky_call (activity 1) at attempt 42")
+        assert rows[2][3].startswith("the engine stopped retrying: RuntimeError")
+        text = screen_text(app)
+        assert "billing-206d" in text and "nightly-sync-" in text
+        assert "to do  look at the step's error; irq show temporal:local/nightly-sync-206d" in text
