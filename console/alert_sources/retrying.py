@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from console.alert_model import AlertKind, Condition
-from console.alert_sources.run_subject import at_text, named, run_condition
+from console.alert_sources.run_subject import named, run_condition
 from console.model import Run
 
 DEFAULT_AFTER = 3  # attempts (config ``retrying_after``)
@@ -18,7 +18,7 @@ def retrying(runs: Iterable[Run], *, after: int = DEFAULT_AFTER) -> list[Conditi
         retry = run.retrying
         if retry is None or retry.attempt < after or run.state.terminal:
             continue
-        nxt = (f", next attempt at {at_text(retry.next_attempt_at)}"
+        nxt = (f", next attempt at {retry.next_attempt_at.isoformat(timespec='seconds')}"
                if retry.next_attempt_at else "")
         last = f", last error: {retry.last_error}" if retry.last_error else ""
         out.append(run_condition(

@@ -41,7 +41,7 @@ NO_WORKERS = raised(
 RETRYING = raised(
     3, kind="retrying", subject=FLAKY, run=FLAKY, backend="temporal", context="local",
     attempt=42, detail=f"AlwaysFailing ({FLAKY}): step flaky_call (activity 1) at attempt 42, "
-    "last error: UpstreamUnavailable: upstream 503, next attempt at 2026-12-04 07:27:47Z",
+    "last error: UpstreamUnavailable: upstream 503, next attempt at 2026-12-04T07:27:47+00:00",
     action=f"look at the step's error; irq show {FLAKY}")
 ALERTS = [GIVEN_UP, NO_WORKERS, RETRYING]  # oldest first, as needing_attention orders them
 
