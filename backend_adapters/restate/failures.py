@@ -136,10 +136,20 @@ def given_up_error(event: PauseEvent) -> RunError:
 
 def step_retry(row: dict[str, Any], journal: JournalView | None) -> StepRetry | None:
     """A backing-off invocation: the step that failed, the attempt Restate runs next (its
-    ``retry_count`` counts the attempts made, 1 = the first try), the last error and when."""
-    if row.get("status") != "backing-off":
-        return None
+    ``retry_count`` counts the attempts made, 1 = the first try), the last error and when.
+
+    A ``running`` invocation that still carries a failure and a retry count is the next
+    attempt in progress: it stays retrying, so an attempt longer than the alert grace does
+    not clear the ``retrying`` alert and raise it again (no next attempt time then)."""
+    status = row.get("status")
     made = row.get("retry_count")
+    if status == "running" and isinstance(made, int) and made >= 1 and row.get("last_failure"):
+        step = row.get("last_failure_related_command_name") or (
+            journal.in_flight if journal else None)
+        return StepRetry(step=str(step or row.get("target") or "invocation"), attempt=made + 1,
+                         last_error=first_line(row.get("last_failure")))
+    if status != "backing-off":
+        return None
     step = row.get("last_failure_related_command_name") or (
         journal.in_flight if journal else None
     )
