@@ -450,7 +450,8 @@ def gateway_phase(args: argparse.Namespace) -> dict[str, Any]:
                 cpu[label] = 100 * (_cpu_seconds(gateway.pid) - c0) / (time.monotonic() - w0)
             os.kill(gateway.pid, signal.SIGUSR2)  # on again; its timings restart
             figures["cpu_pct"] = {k: round(v, 1) for k, v in cpu.items()}
-            figures["unexpected_before_t0"] = len(obs.seen)
+            figures["unexpected_before_t0"] = dict(Counter(
+                d.get("kind", "") for _t, d in obs.seen.values()))
             before = set(obs.seen)
             t0.value = time.time()
             horizon = t0.value + 1 + args.stagger + max(
@@ -625,7 +626,8 @@ def main() -> None:
     ap.add_argument("--dark", type=int, default=10, help="contexts that stop answering")
     ap.add_argument("--stagger", type=float, default=20.0, help="seconds the starts spread over")
     ap.add_argument("--grace", type=float, default=5.0)
-    ap.add_argument("--stalled-after", type=float, default=8.0)
+    ap.add_argument("--stalled-after", type=float, default=15.0,
+                    help="3 beat cadences: a loaded machine delays beats")
     ap.add_argument("--budget", type=float, default=3.0, help="poll budget (liveness)")
     ap.add_argument("--beat-every", type=float, default=5.0, help="each run beats this often")
     ap.add_argument("--cpu-seconds", type=float, default=20.0)
