@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RESTATE_VERSION := 1.7.12
 RESTATE_STAMP := $(VENV)/restate/.installed-$(RESTATE_VERSION)
 
-.PHONY: demo test install screenshots docs bench bench-adapters bench-native-waits bench-profile chaos clean
+.PHONY: demo test install screenshots docs bench bench-adapters bench-alerts bench-native-waits bench-profile chaos clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -80,6 +80,12 @@ bench-native-waits: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/native_waits_dbos.py  # -> results/native_waits_dbos.json
 	$(BIN)/python benchmarks/native_waits_langgraph.py  # -> results/native_waits_langgraph.json
 	$(BIN)/python benchmarks/native_waits_restate.py  # -> results/native_waits_restate.json
+
+# alerts at 10,000 beating runs: condition begins -> alert visible / webhook delivered per kind,
+# the evaluator's cost per tick, raised once; then the polling cost of the backend-side alert
+# facts against real Temporal, Restate and DBOS (about 6 minutes): benchmarks/results/alerts.json
+bench-alerts: $(STAMP) $(RESTATE_STAMP)
+	$(BIN)/python benchmarks/alerts.py
 
 # fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
 # journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table
