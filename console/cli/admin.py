@@ -19,6 +19,8 @@ from console.cli.output import hint
 from console.cli.serve_options import (
     AlertGraceOption,
     InterruptDeadlineOption,
+    MetricsOption,
+    MetricsTokenOption,
     PriceOption,
     RetentionOption,
     StalledAfterOption,
@@ -140,6 +142,8 @@ def serve_command(
     interrupt_deadline: InterruptDeadlineOption = None,
     alert_grace: AlertGraceOption = None,
     stalled_after: StalledAfterOption = None,
+    metrics: MetricsOption = True,
+    metrics_token: MetricsTokenOption = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings
@@ -157,6 +161,7 @@ def serve_command(
                                policy_path=policy,
                                notify=notify_settings(webhook or [], notify_config),
                                journal=journal or "", gateway_id=gateway_id or "",
+                               metrics=metrics, metrics_token=metrics_token or "",
                                **_upkeep(ctx, retention, price or []),
                                **_alert_settings(ctx, interrupt_deadline, alert_grace,
                                                  stalled_after))

@@ -33,3 +33,11 @@ StalledAfterOption = Annotated[str | None, typer.Option(
     "--stalled-after", metavar="DURATION", show_default=False,
     help="Fresh heartbeats, progress unmoved this long: stalled (default: the context's "
     "stalled_after, else 10m).")]
+MetricsOption = Annotated[bool, typer.Option(
+    "--metrics/--no-metrics",
+    help="Serve Prometheus metrics at /metrics on the gateway's own listener (beside /healthz "
+    "and /readyz).")]
+MetricsTokenOption = Annotated[str | None, typer.Option(
+    "--metrics-token", envvar="IRQ_METRICS_TOKEN", show_default=False,
+    help="Bearer token /metrics asks for (Authorization: Bearer TOKEN). Default: none, "
+    "anyone who reaches the listener may scrape (docs/reliability.md).")]
