@@ -64,6 +64,7 @@ class AgentChannel:
         hello = await await_hello(ws, parse_agent_frame, self.settings.max_frame_bytes)
         if hello is None:
             return
+        self.counts.got("agent", hello)
         if who.scopes is None and who.identity not in self._unscoped_warned:
             self._unscoped_warned.add(who.identity)
             log.warning("agent token %r has no scope: it may report for any run of this "
@@ -77,6 +78,7 @@ class AgentChannel:
         self.links.attach(who.token_id, ws)
         try:
             await ws.send(dumps(self.policy.agent_frame()))
+            self.counts.sent["policy"] += 1
             await self._frames(ws, who, reporter, budget, told_limited)
         finally:
             self.agents.discard(ws)
