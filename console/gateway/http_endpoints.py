@@ -25,7 +25,7 @@ from console.gateway.auth import bearer_token
 from console.gateway.background_loops import FirstReads
 from console.gateway.gateway_metrics import GatewayMetrics
 from console.gateway.hub import Hub
-from console.gateway.metrics_collector import JournalFacts
+from console.gateway.metrics_collector import GatewayCollector, JournalFacts
 from console.gateway.socket import HandshakeConnection
 
 if TYPE_CHECKING:
@@ -41,10 +41,13 @@ class HttpEndpoints:
     paths = frozenset({"/metrics", "/healthz", "/readyz"})
 
     def __init__(self, metrics: GatewayMetrics, facts: JournalFacts, hub: Hub,
-                 first_reads: FirstReads, *, token: str = "") -> None:
-        """``token``: the bearer token ``/metrics`` asks for ("" for none)."""
+                 first_reads: FirstReads, *, collector: GatewayCollector | None = None,
+                 token: str = "") -> None:
+        """``collector``: registered in ``metrics``' registry, prepared before each scrape
+        (None: ``/metrics`` is off); ``token``: the bearer token ``/metrics`` asks for ("" for
+        none)."""
         self.metrics, self.facts, self.hub = metrics, facts, hub
-        self.first_reads = first_reads
+        self.first_reads, self.collector = first_reads, collector
         self.token = token
 
     async def answer(self, connection: HandshakeConnection, path: str,
@@ -94,14 +97,14 @@ class HttpEndpoints:
 
     async def _metrics(self, connection: HandshakeConnection,
                        headers: Mapping[str, str]) -> Response:
-        if not self.metrics.enabled:
+        if self.collector is None:
             return connection.respond(HTTPStatus.NOT_FOUND,
                                       "metrics are off (irq serve --no-metrics)\n")
         if self.token and not hmac.compare_digest(
                 bearer_token(headers.get("Authorization")) or "", self.token):
             return connection.respond(HTTPStatus.UNAUTHORIZED,
                                       "metrics need the --metrics-token bearer token\n")
-        await self.facts.refresh(JOURNAL_TIMEOUT_S)
+        await self.collector.prepare(JOURNAL_TIMEOUT_S)
         encoder, content_type = choose_encoder(headers.get("Accept") or "")
         # on the event loop: the collector reads the hub, which only the loop may touch
         response = connection.respond(HTTPStatus.OK, encoder(self.metrics.registry).decode())

@@ -1,9 +1,10 @@
 """The gateway process: adapters, hub, journal and the websockets server (``irq serve``).
 
 Paths: ``/`` for clients (viewer, operator, admin), ``/agent`` for instrumented agents pushing
-heartbeats (agent tokens only), ``/healthz`` answers plain HTTP 200. The bearer token is
-checked at the handshake: a missing or unknown token gets HTTP 401, a wrong role 403; both are
-logged (rate-limited) with the peer. Trust rules and budgets: SECURITY.md.
+heartbeats (agent tokens only); ``/healthz``, ``/readyz`` and ``/metrics`` answer plain HTTP
+(http_endpoints.py). The bearer token is checked at the handshake: a missing or unknown token
+gets HTTP 401, a wrong role 403; both are logged (rate-limited) with the peer. Trust rules
+and budgets: SECURITY.md.
 
 This module wires the parts (DESIGN.md §2, "Inside the gateway"), each built with its
 collaborators: connections.py (handshake, auth, open connections) hands a connection to
@@ -228,15 +229,17 @@ class Gateway:
                                       counts=self.metrics.frames)
         self.handshakes = HandshakeLog()
         facts = JournalFacts(self.journal, self.alerts, self.job_store)
+        collector = None
+        if settings.metrics:  # the open connections read through the gateway at each scrape
+            collector = GatewayCollector(
+                self.hub, self.stats, lambda: self.connections.open_sessions.values(),
+                self.metrics.frames, facts)
+            self.metrics.registry.register(collector)
         connections = Connections(self.tokens, self.handshakes, self.clients,
                                   self.agent_channel, self.counters,
                                   endpoints=HttpEndpoints(self.metrics, facts, self.hub,
-                                                          self.first_reads,
+                                                          self.first_reads, collector=collector,
                                                           token=settings.metrics_token))
-        if settings.metrics:
-            self.metrics.registry.register(GatewayCollector(
-                self.hub, self.stats, connections.open_sessions.values, self.metrics.frames,
-                facts))
         return connections
 
     def add_backend(self, key: str, backend: Backend, url: str = "") -> None:
