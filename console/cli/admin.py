@@ -19,6 +19,8 @@ from console.cli.output import hint
 from console.cli.serve_options import (
     AlertGraceOption,
     InterruptDeadlineOption,
+    MetricsOption,
+    MetricsTokenOption,
     PriceOption,
     RetentionOption,
     RetryingAfterOption,
@@ -142,6 +144,8 @@ def serve_command(
     alert_grace: AlertGraceOption = None,
     stalled_after: StalledAfterOption = None,
     retrying_after: RetryingAfterOption = None,
+    metrics: MetricsOption = True,
+    metrics_token: MetricsTokenOption = None,
 ) -> None:
     """Run the gateway: adapters, live index, intent/audit journal, websockets server."""
     from console.gateway.settings import GatewaySettings
@@ -159,6 +163,7 @@ def serve_command(
                                policy_path=policy,
                                notify=notify_settings(webhook or [], notify_config),
                                journal=journal or "", gateway_id=gateway_id or "",
+                               metrics=metrics, metrics_token=metrics_token or "",
                                **_upkeep(ctx, retention, price or []),
                                **_alert_settings(ctx, interrupt_deadline, alert_grace,
                                                  stalled_after, retrying_after))

@@ -37,3 +37,11 @@ RetryingAfterOption = Annotated[int | None, typer.Option(
     "--retrying-after", metavar="N", min=1, show_default=False,
     help="A step failing this many attempts in a row and backing off: retrying (default: the "
     "context's retrying_after, else 3).")]
+MetricsOption = Annotated[bool, typer.Option(
+    "--metrics/--no-metrics",
+    help="Serve Prometheus metrics at /metrics on the gateway's own listener (beside /healthz "
+    "and /readyz).")]
+MetricsTokenOption = Annotated[str | None, typer.Option(
+    "--metrics-token", envvar="IRQ_METRICS_TOKEN", show_default=False,
+    help="Bearer token /metrics asks for (Authorization: Bearer TOKEN). Default: none, "
+    "anyone who reaches the listener may scrape (docs/reliability.md).")]

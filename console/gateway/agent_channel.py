@@ -15,6 +15,7 @@ from console.gateway.agent_links import AgentLinks
 from console.gateway.auth import Principal
 from console.gateway.beat_checks import check_beat
 from console.gateway.budgets import IdentityBuckets, TokenBucket
+from console.gateway.gateway_metrics import FrameCounts
 from console.gateway.hello import await_hello
 from console.gateway.hub import Hub, Reporter
 from console.gateway.policy_events import PolicyEvents
@@ -45,13 +46,15 @@ class AgentChannel:
 
     def __init__(self, settings: GatewaySettings, hub: Hub, backends: dict[str, Backend],
                  policy: PolicyState, policy_events: PolicyEvents, refusals: RefusalLedger,
-                 counters: Counter[str], links: AgentLinks | None = None) -> None:
+                 counters: Counter[str], links: AgentLinks | None = None, *,
+                 counts: FrameCounts | None = None) -> None:
         """``links``: where the connections are filed by token, for the release requests
-        sent back to agents (agent_links.py)."""
+        sent back to agents (agent_links.py); ``counts``: frames by type (``/metrics``)."""
         self.settings, self.hub, self.backends = settings, hub, backends
         self.links = links if links is not None else AgentLinks()
         self.policy, self.policy_events = policy, policy_events
         self.refusals, self.counters = refusals, counters
+        self.counts = counts if counts is not None else FrameCounts()
         self.agents: set[GatewaySocket] = set()  # open connections (policy frames go to all)
         self.token_budget = IdentityBuckets(settings.agent_identity_frames_per_s,
                                             settings.agent_identity_frames_burst)
@@ -61,6 +64,7 @@ class AgentChannel:
         hello = await await_hello(ws, parse_agent_frame, self.settings.max_frame_bytes)
         if hello is None:
             return
+        self.counts.got("agent", hello)
         if who.scopes is None and who.identity not in self._unscoped_warned:
             self._unscoped_warned.add(who.identity)
             log.warning("agent token %r has no scope: it may report for any run of this "
@@ -74,6 +78,7 @@ class AgentChannel:
         self.links.attach(who.token_id, ws)
         try:
             await ws.send(dumps(self.policy.agent_frame()))
+            self.counts.sent["policy"] += 1
             await self._frames(ws, who, reporter, budget, told_limited)
         finally:
             self.agents.discard(ws)
@@ -105,6 +110,7 @@ class AgentChannel:
                 cost = max(1.0, len(raw) / BUDGET_BYTES)
             if not (budget.take(cost) and self.token_budget.take(who.token_id, cost)):
                 self.counters["agent_rate_limited"] += 1
+                self.counts.refused("agent")
                 self.refusals.refuse(identity=who.identity, role=who.role.value,
                                      action="heartbeat", target="", code="rate_limited",
                                      detail="over the agent frame budget")
@@ -118,6 +124,7 @@ class AgentChannel:
             target, action = "", "heartbeat"
             try:
                 msg = parse_agent_frame(raw, self.settings.max_frame_bytes)
+                self.counts.got("agent", msg)
                 if isinstance(msg, AgentHeartbeat):
                     key = self.backend_key(msg)
                     target = f"{key}/{msg.native_id}"

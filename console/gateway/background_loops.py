@@ -17,6 +17,7 @@ from console.alert_model import Condition
 from console.gateway.auth import TokenStore
 from console.gateway.commands import CommandExecutor
 from console.gateway.context_leases import RENEW_S, TTL_S, ContextLeases
+from console.gateway.gateway_metrics import GatewayMetrics
 from console.gateway.hub import Hub
 from console.gateway.journal_store import JournalStore, JournalUnavailable
 from console.gateway.obligation_store import ObligationStore
@@ -57,6 +58,10 @@ class FirstReads:
         """A poll of ``key`` failed: it stays unread, and re-driving need not wait for it."""
         self._polled[key].set()
 
+    def untried(self) -> list[str]:
+        """The contexts not polled once yet (``/readyz``: http_endpoints.py)."""
+        return sorted(k for k, polled in self._polled.items() if not polled.is_set())
+
     async def all_tried(self) -> None:
         await asyncio.gather(*(e.wait() for e in self._polled.values()))
 
@@ -71,11 +76,13 @@ class BackgroundLoops:
                  policy_reloaded: Callable[[ReloadResult], None],
                  obligations: ObligationStore, refusals: RefusalLedger, webhooks: Webhooks,
                  gc_policy: GcPolicy, close_revoked: Callable[[], None],
-                 reported: dict[str, list[Condition]] | None = None) -> None:
+                 reported: dict[str, list[Condition]] | None = None, *,
+                 metrics: GatewayMetrics | None = None) -> None:
         """``policy_reloaded``: told of each change of the policy file (agent_channel.py);
         ``close_revoked``: closes the connections of revoked tokens (connections.py);
         ``reported``: where each context's last poll leaves its backend conditions (the
-        alert sources read it: gateway_conditions.py)."""
+        alert sources read it: gateway_conditions.py); ``metrics``: where each poll's time
+        and failure are counted (gateway_metrics.py)."""
         self.settings, self.hub, self.journal = settings, hub, journal
         self.backends, self.executor, self.first_reads = backends, executor, first_reads
         self.leases, self.peering, self.tokens = leases, peering, tokens
@@ -83,6 +90,7 @@ class BackgroundLoops:
         self.refusals, self.webhooks = refusals, webhooks
         self.gc_policy, self.close_revoked = gc_policy, close_revoked
         self.reported = reported if reported is not None else {}
+        self.metrics = metrics if metrics is not None else GatewayMetrics(enabled=False)
         self._gc_runs = 0  # runs indexed at the last full collection
         self._lease_held: dict[str, asyncio.Event] = {k: asyncio.Event() for k in backends}
         self._lease_warned_at = 0.0
@@ -139,13 +147,16 @@ class BackgroundLoops:
         url = self.hub.backends[key].url
         while True:
             last_ok = self.hub.backends[key].last_ok_at
+            polled_at: float | None = None  # set when observe() is called
             try:
                 if not started:  # every gateway: commands to the context may come to any
                     await asyncio.wait_for(backend.start(), 30)
                     started = True
                 await self._lease_held[key].wait()  # polled only by its leaseholder
                 last_ok = self.hub.backends[key].last_ok_at
+                polled_at = time.perf_counter()
                 obs = await asyncio.wait_for(backend.observe(), 60)
+                took = time.perf_counter() - polled_at
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -155,6 +166,8 @@ class BackgroundLoops:
                                 key, exc)
                     await asyncio.sleep(min(10.0, backend.poll_interval_s * 2 ** min(failures, 4)))
                     continue
+                self.metrics.polled(key, None if polled_at is None
+                                    else time.perf_counter() - polled_at, ok=False)
                 message = exc.message if isinstance(exc, BackendError) else (
                     "timed out" if isinstance(exc, TimeoutError)
                     else f"adapter error: {type(exc).__name__}: {exc}")
@@ -168,6 +181,7 @@ class BackgroundLoops:
                 await asyncio.sleep(min(10.0, backend.poll_interval_s * 2 ** min(failures, 4)))
                 continue
             failures = 0
+            self.metrics.polled(key, took, ok=True)
             health = BackendHealth(backend=backend.name, context=backend.context, url=url,
                                    reachable=True, last_ok_at=utcnow())
             self.hub.set_health(health)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
@@ -19,6 +20,7 @@ from console.gateway.alert_frames import AlertCommand
 from console.gateway.auth import Principal
 from console.gateway.budgets import IdentityBuckets
 from console.gateway.commands import CommandExecutor
+from console.gateway.gateway_metrics import GatewayMetrics
 from console.gateway.hub import Hub
 from console.gateway.job_commands import JobCommands
 from console.gateway.job_frames import JobCommand
@@ -57,6 +59,8 @@ JOURNAL_UNAVAILABLE = ("the gateway's journal is unavailable: the command was no
 #: what a client may send after its hello (protocol.parse_client_frame)
 ClientRequest = (Hello | Command | Query | Focus | Ping | PolicyCommand | JobCommand
                  | AlertCommand)
+#: the frames that are commands (rate budget, metrics by action and outcome)
+COMMANDS = (Command, PolicyCommand, JobCommand, AlertCommand)
 
 
 class ClientRequests:
@@ -69,10 +73,12 @@ class ClientRequests:
                  obligations: ObligationStore, webhooks: Webhooks, refusals: RefusalLedger,
                  counters: Counter[str], stats: Callable[[], dict[str, Any]], *,
                  jobs: JobCommands | None = None,
-                 alerts: AlertCommands | None = None) -> None:
+                 alerts: AlertCommands | None = None,
+                 metrics: GatewayMetrics | None = None) -> None:
         """``stats``: the gateway's counters (``query what=stats``), asked per query;
         ``jobs``: durable bulk jobs (job_commands.py; None: refused as unavailable);
-        ``alerts``: the alert commands and query (None: this gateway keeps no alerts)."""
+        ``alerts``: the alert commands and query (None: this gateway keeps no alerts);
+        ``metrics``: command latency and outcomes, frames sent (gateway_metrics.py)."""
         self.settings = settings
         self.hub, self.journal, self.backends = hub, journal, backends
         self.executor, self.policy_commands = executor, policy_commands
@@ -81,11 +87,14 @@ class ClientRequests:
         self.stats = stats
         self.jobs = jobs
         self.alerts = alerts
+        self.metrics = metrics if metrics is not None else GatewayMetrics(enabled=False)
         self.command_budget = IdentityBuckets(settings.commands_per_s, settings.commands_burst)
 
     async def handle(self, ws: GatewaySocket, who: Principal, msg: ClientRequest) -> None:
+        started = time.perf_counter()
+        sent = self.metrics.frames.sent
         try:
-            if isinstance(msg, Command | PolicyCommand | JobCommand | AlertCommand) and not (
+            if isinstance(msg, COMMANDS) and not (
                     self.command_budget.take(who.identity)):
                 self.counters["commands_rate_limited"] += 1
                 self.refusals.refuse(
@@ -97,7 +106,7 @@ class ClientRequests:
                     "rate_limited", f"over {self.settings.commands_per_s:g} commands/s (burst "
                     f"{self.settings.commands_burst:g}) for {who.identity}; nothing was done",
                     msg.id)
-            if isinstance(msg, Command | PolicyCommand | JobCommand | AlertCommand):
+            if isinstance(msg, COMMANDS):
                 if isinstance(msg, JobCommand):
                     results = await self._jobs(msg.id).execute(msg, who)
                 elif isinstance(msg, PolicyCommand):
@@ -108,22 +117,29 @@ class ClientRequests:
                     results = await self.executor.execute(msg, who)
                 await ws.send(dumps({"type": "result", "id": msg.id,
                                      "results": [r.contract() for r in results]}))
+                sent["result"] += 1
+                self.metrics.command_answered(str(msg.action), started,
+                                              (r.outcome for r in results))
             elif isinstance(msg, Query):
                 if msg.what == "notify_test" and who.role != Role.ADMIN:
                     raise FrameError("forbidden", "notify_test needs an admin token", msg.id)
                 data = await self.answer(msg)
                 await ws.send(dumps({"type": "answer", "id": msg.id, "data": data}))
+                sent["answer"] += 1
             elif isinstance(msg, Ping):
                 await ws.send(dumps({"type": "pong", "id": msg.id}))
+                sent["pong"] += 1
             elif isinstance(msg, Hello):
                 await ws.send(error_frame("invalid", "hello was already received"))
             else:  # Focus
                 self.focus(msg.run_ids)
         except FrameError as exc:
+            self._errored(msg, started)
             await ws.send(error_frame(exc.code, exc.message, exc.ref or getattr(msg, "id", None)))
         except JournalUnavailable as exc:  # the database is down: the gateway stays up, and
             # the journal's connection is opened again on its next call
             log.warning("handling %s: %s", type(msg).__name__, exc)
+            self._errored(msg, started)
             with contextlib.suppress(Exception):
                 await ws.send(error_frame("unreachable", JOURNAL_UNAVAILABLE,
                                           getattr(msg, "id", None)))
@@ -133,9 +149,16 @@ class ClientRequests:
             if isinstance(exc, ConnectionClosed):
                 return
             log.exception("handling %s failed", type(msg).__name__)
+            self._errored(msg, started)
             with contextlib.suppress(Exception):
                 await ws.send(error_frame("internal", f"{type(exc).__name__}: {exc}",
                                           getattr(msg, "id", None)))
+
+    def _errored(self, msg: ClientRequest, started: float) -> None:
+        """An error frame answers ``msg``: counted, and for a command its latency too."""
+        self.metrics.frames.sent["error"] += 1
+        if isinstance(msg, COMMANDS):
+            self.metrics.command_refused(str(msg.action), started)
 
     def _jobs(self, ref: str) -> JobCommands:
         if self.jobs is None:

@@ -11,6 +11,7 @@ from collections import Counter
 from console.gateway.auth import Principal
 from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.client_requests import ClientRequests
+from console.gateway.gateway_metrics import FrameCounts
 from console.gateway.hello import await_hello
 from console.gateway.hub import Hub, Subscriber
 from console.gateway.protocol import (
@@ -34,9 +35,11 @@ class ClientSessions:
 
     def __init__(self, settings: GatewaySettings, hub: Hub, frames: SharedFrames,
                  requests: ClientRequests, refusals: RefusalLedger,
-                 counters: Counter[str]) -> None:
+                 counters: Counter[str], *, counts: FrameCounts | None = None) -> None:
+        """``counts``: frames received and sent, by type (for ``/metrics``)."""
         self.settings, self.hub, self.frames, self.requests = settings, hub, frames, requests
         self.refusals, self.counters = refusals, counters
+        self.counts = counts if counts is not None else FrameCounts()
         self.identity_budget = IdentityBuckets(settings.client_identity_frames_per_s,
                                                settings.client_identity_frames_burst)
 
@@ -51,6 +54,8 @@ class ClientSessions:
             "max_frame_bytes": self.settings.max_frame_bytes,
             "prices": self.settings.prices.contract(),  # the fleet's cost sort (prices.py)
         }))
+        self.counts.got("client", hello)
+        self.counts.sent["welcome"] += 1
         wake = asyncio.Event()
         sub: Subscriber | None = None
         flusher: asyncio.Task[None] | None = None
@@ -74,6 +79,8 @@ class ClientSessions:
             self.hub.subscribers.add(sub)
         try:
             await send_large(ws, first)
+            if first is not None:
+                self.counts.sent["events" if replay is not None else "snapshot"] += 1
             if sub is not None:
                 if sub.cursor < self.hub.seq:  # the rest of a replay
                     sub.urgent = True
@@ -96,6 +103,7 @@ class ClientSessions:
             async for raw in ws:
                 if not (budget.take() and self.identity_budget.take(who.identity)):
                     self.counters["client_rate_limited"] += 1
+                    self.counts.refused("client")
                     self.refusals.refuse(
                         identity=who.identity, role=who.role.value, action="frame", target="",
                         code="rate_limited", detail=f"more than {budget.rate:g} frames/s on one "
@@ -109,8 +117,10 @@ class ClientSessions:
                 try:
                     msg = parse_client_frame(raw, self.settings.max_frame_bytes)
                 except FrameError as exc:
+                    self.counts.refused("client")
                     await ws.send(error_frame(exc.code, exc.message, exc.ref))
                     continue
+                self.counts.got("client", msg)
                 await slots.acquire()  # at most client_inflight answers at once: backpressure
                 task = asyncio.create_task(self.requests.handle(ws, who, msg))
                 tasks.add(task)
@@ -148,12 +158,14 @@ class ClientSessions:
                     sub.cursor, snapshot = await self.frames.snapshot_frame(sub.filter,
                                                                             shared=True)
                     await send_large(ws, snapshot)
+                    self.counts.sent["snapshot"] += 1
                     continue
                 if not events:
                     break
                 frame = self.frames.events_frame(events, sub.filter, sub.compact_beats)
                 if frame is not None:
                     await ws.send(frame, text=True)
+                    self.counts.sent["events"] += 1
                 if len(events) < EVENTS_PER_FRAME:
                     break
 

@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from console.gateway.agent_channel import AgentChannel
 from console.gateway.auth import Principal, TokenStore, bearer_token
 from console.gateway.client_sessions import ClientSessions
+from console.gateway.http_endpoints import HttpEndpoints
 from console.gateway.socket import GatewaySocket, HandshakeConnection, HandshakeRequest
 from console.model import Role
 
@@ -60,15 +61,21 @@ class Connections:
     handler) and the open connections with the principal each one authenticated as."""
 
     def __init__(self, tokens: TokenStore, handshakes: HandshakeLog, clients: ClientSessions,
-                 agent_channel: AgentChannel, counters: Counter[str]) -> None:
+                 agent_channel: AgentChannel, counters: Counter[str],
+                 endpoints: HttpEndpoints | None = None) -> None:
+        """``endpoints``: ``/metrics``, ``/healthz``, ``/readyz`` (plain HTTP on this
+        listener); without them ``/healthz`` answers a bare 200."""
         self.tokens, self.handshakes, self.counters = tokens, handshakes, counters
+        self.endpoints = endpoints
         self.clients, self.agent_channel = clients, agent_channel
         self.open_sessions: dict[GatewaySocket, Principal] = {}  # token lifecycle
         self._closing: set[asyncio.Task[None]] = set()
 
     def process_request(self, connection: HandshakeConnection,
-                        request: HandshakeRequest) -> Response | None:
+                        request: HandshakeRequest) -> Response | Awaitable[Response] | None:
         path = urlsplit(request.path).path
+        if self.endpoints is not None and path in self.endpoints.paths:
+            return self.endpoints.answer(connection, path, request.headers)
         if path == "/healthz":
             return connection.respond(HTTPStatus.OK, "ok\n")
         if path not in ("/", "/agent"):

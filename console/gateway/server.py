@@ -1,9 +1,10 @@
 """The gateway process: adapters, hub, journal and the websockets server (``irq serve``).
 
 Paths: ``/`` for clients (viewer, operator, admin), ``/agent`` for instrumented agents pushing
-heartbeats (agent tokens only), ``/healthz`` answers plain HTTP 200. The bearer token is
-checked at the handshake: a missing or unknown token gets HTTP 401, a wrong role 403; both are
-logged (rate-limited) with the peer. Trust rules and budgets: SECURITY.md.
+heartbeats (agent tokens only); ``/healthz``, ``/readyz`` and ``/metrics`` answer plain HTTP
+(http_endpoints.py). The bearer token is checked at the handshake: a missing or unknown token
+gets HTTP 401, a wrong role 403; both are logged (rate-limited) with the peer. Trust rules
+and budgets: SECURITY.md.
 
 This module wires the parts (DESIGN.md §2, "Inside the gateway"), each built with its
 collaborators: connections.py (handshake, auth, open connections) hands a connection to
@@ -45,6 +46,8 @@ from console.gateway.connections import Connections, HandshakeLog
 from console.gateway.context_leases import ContextLeases
 from console.gateway.default_decisions import DefaultDecisions
 from console.gateway.gateway_conditions import GatewayConditions
+from console.gateway.gateway_metrics import GatewayMetrics
+from console.gateway.http_endpoints import HttpEndpoints
 from console.gateway.hub import Hub
 from console.gateway.interrupt_deadlines import InterruptDeadlines
 from console.gateway.job_commands import JobCommands
@@ -52,6 +55,7 @@ from console.gateway.job_driver import JobDriver
 from console.gateway.job_store import JobStore
 from console.gateway.journal import JournalPauseLedger
 from console.gateway.journal_engines import open_journal
+from console.gateway.metrics_collector import GatewayCollector, JournalFacts
 from console.gateway.obligation_store import ObligationStore
 from console.gateway.peering import PeerHub, Peering
 from console.gateway.policy_commands import PolicyCommands
@@ -143,29 +147,21 @@ class Gateway:
                                 default_rate_per_s=settings.job_rate_per_s,
                                 audit=self.executor.book.audit)
         self.counters: Counter[str] = Counter()
+        #: /metrics: histograms of commands and polls, frames by type (gateway_metrics.py)
+        self.metrics = GatewayMetrics(enabled=settings.metrics)
         #: each context's last poll's backend conditions (background_loops.py writes them)
         self.reported_conditions: dict[str, list[Condition]] = {}
         self.alert_evaluator = self._alert_evaluator(settings, condition_sources or [])
         self.agent_channel = AgentChannel(settings, self.hub, self.backends, self.policy,
                                    self.policy_events, self.refusals, self.counters,
-                                   self.agent_links)
+                                   self.agent_links, counts=self.metrics.frames)
         self.policy_commands = PolicyCommands(self.hub, self.journal, self.obligations,
                                               self.policy, self.agent_channel.policy_reloaded,
                                               self.refusals)
         self.webhooks = Webhooks(settings.notify, settings.url)
         if self.webhooks.hooks:
             self.hub.listeners.append(self._notify)
-        self.requests = ClientRequests(settings, self.hub, self.journal, self.backends,
-                                       self.executor, self.policy_commands, self.policy,
-                                       self.obligations, self.webhooks, self.refusals,
-                                       self.counters, self.stats, jobs=self.jobs,
-                                       alerts=AlertCommands(self.hub, self.journal, self.alerts,
-                                                            self.refusals))
-        self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
-                                      self.requests, self.refusals, self.counters)
-        self.handshakes = HandshakeLog()
-        self.connections = Connections(self.tokens, self.handshakes, self.clients,
-                                       self.agent_channel, self.counters)
+        self.connections = self._listener(settings)
         # a rule's default decision past its deadline; settled rows pruned after the retention
         self.default_decisions = DefaultDecisions(
             lambda: list(self.hub.interrupts.values()), self.executor.decisions,
@@ -180,7 +176,7 @@ class Gateway:
                                      self.agent_channel.policy_reloaded, self.obligations,
                                      self.refusals, self.webhooks, self.gc_policy,
                                      self.connections.close_revoked,
-                                     self.reported_conditions)
+                                     self.reported_conditions, metrics=self.metrics)
         self._tasks: list[asyncio.Task[Any]] = []
         self._server: Server | None = None
         self.port = settings.port
@@ -216,6 +212,35 @@ class Gateway:
             self.alerts, self.conditions.sources() + list(extra),
             publish=self.hub.publish, clock=self.hub.clock, grace_s=settings.alert_grace_s,
             owns=self._owns, raised_by=settings.owner)
+
+    def _listener(self, settings: GatewaySettings) -> Connections:
+        """What answers on the listener: requests routed (client_requests.py), client
+        sessions, the handshake, and plain HTTP (``/metrics``, ``/healthz``, ``/readyz``)
+        with the collector that reads this gateway's state at each scrape."""
+        self.requests = ClientRequests(settings, self.hub, self.journal, self.backends,
+                                       self.executor, self.policy_commands, self.policy,
+                                       self.obligations, self.webhooks, self.refusals,
+                                       self.counters, self.stats, jobs=self.jobs,
+                                       alerts=AlertCommands(self.hub, self.journal, self.alerts,
+                                                            self.refusals),
+                                       metrics=self.metrics)
+        self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
+                                      self.requests, self.refusals, self.counters,
+                                      counts=self.metrics.frames)
+        self.handshakes = HandshakeLog()
+        facts = JournalFacts(self.journal, self.alerts, self.job_store)
+        collector = None
+        if settings.metrics:  # the open connections read through the gateway at each scrape
+            collector = GatewayCollector(
+                self.hub, self.stats, lambda: self.connections.open_sessions.values(),
+                self.metrics.frames, facts)
+            self.metrics.registry.register(collector)
+        connections = Connections(self.tokens, self.handshakes, self.clients,
+                                  self.agent_channel, self.counters,
+                                  endpoints=HttpEndpoints(self.metrics, facts, self.hub,
+                                                          self.first_reads, collector=collector,
+                                                          token=settings.metrics_token))
+        return connections
 
     def add_backend(self, key: str, backend: Backend, url: str = "") -> None:
         """One more backend context, before :meth:`start` (one not built from a URL: the

@@ -69,6 +69,10 @@ class GatewaySettings:
     interrupt_deadline_s: float | None = None
     #: a paused run keeping an on_pause=keep resource past this raises held_too_long
     held_too_long_after_s: float = 3600.0
+    #: ``/metrics`` served (Prometheus; http_endpoints.py), and the bearer token it asks
+    #: for ("" for none: anyone who reaches the listener may scrape)
+    metrics: bool = True
+    metrics_token: str = ""
 
     @property
     def journal_path(self) -> Path:
