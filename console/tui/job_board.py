@@ -93,10 +93,9 @@ def job_summary(job: JobProgress, g: GlyphSet = UNICODE) -> Text:
 def job_line_text(jobs: list[JobProgress], width: int, key: str = "5",
                   g: GlyphSet = UNICODE) -> Text:
     """The job line: every running job, newest first, as many as fit; ``[5] jobs`` right."""
-    text = Text(" ")
-    text.append(" JOBS ", style="bold reverse")
-    for i, job in enumerate(jobs):
-        text.append("  " if i else " ")
+    text = Text(f" JOBS {len(jobs)} ", style="bold reverse")
+    for job in jobs:
+        text.append("  ")
         text.append(job_summary(job, g))
     hint = Text(f" [{key}] jobs ", style="dim")
     if text.cell_len > width - hint.cell_len:

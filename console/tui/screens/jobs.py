@@ -46,6 +46,9 @@ def job_detail(job: JobProgress, detail: dict[str, Any] | None, sep: str) -> Tex
     if detail is None:
         return text
     failures = [f for f in detail.get("failures") or [] if isinstance(f, dict)]
+    if failures:
+        text.append(f"\nfailed {len(failures):,}", style="bold red")
+        text.append(f" {sep} all of them: irq jobs show {job.id}", style="dim")
     for f in failures[:FAILURES_SHOWN]:
         text.append("\n")
         text.append(inert(str(f.get("target", "")).split("/", 1)[-1], "bold red"))
@@ -54,9 +57,6 @@ def job_detail(job: JobProgress, detail: dict[str, Any] | None, sep: str) -> Tex
         if reason:
             text.append(" ")
             text.append(inert(str(reason)))
-    if len(failures) > FAILURES_SHOWN:
-        text.append(f"\n{len(failures) - FAILURES_SHOWN} more failures: irq jobs show {job.id}",
-                    style="dim")
     return text
 
 

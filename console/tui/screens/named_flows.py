@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.widgets import Input, Static
 
 from console.client import GatewayError
 from console.durations import parse_duration
@@ -28,14 +31,38 @@ DEFAULT_SILENCE = "2h"  # what ``irq alerts silence`` takes without --for
 
 
 class DurationEditor(ValueEditor):
-    """How long to silence: ``30m``, ``2h``, ``1d`` (console/durations.py, as ``--for``)."""
+    """How long to silence: ``30m``, ``2h``, ``1d`` (console/durations.py, as ``--for``).
+    One line: an Input, not the base class's text area (Enter there would add a line);
+    Enter moves on to the reason."""
 
     DEFAULT_CSS = """
-    DurationEditor > TextArea { height: 1; }
+    DurationEditor > Input { width: 24; }
     """
 
     def __init__(self, text: str = DEFAULT_SILENCE, id: str | None = None) -> None:
         super().__init__(text, label="Silence for (e.g. 30m, 2h, 1d)", id=id)
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.label, classes="editor-label")
+        field = Input(self.initial, compact=True, id="duration")
+        field.cursor_blink = False
+        yield field
+        yield Static("", classes="editor-status")
+
+    def focus_field(self) -> None:
+        field = self.query_one("#duration", Input)
+        field.focus()
+        field.select_all()  # typing replaces the default
+
+    @on(Input.Changed, "#duration")
+    def _typed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._check(event.value)
+
+    @on(Input.Submitted, "#duration")
+    def _done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.screen.focus_next()
 
     def evaluate(self, text: str) -> tuple[Any, str | None, str]:
         try:
@@ -75,7 +102,8 @@ async def job_cancel_steps(app: IrqApp, job: JobProgress) -> None:
     head.append(f"{terminal_safe(job.action)} {progress_text(job)}", style="bold")
     head.append(f", {job.failed:,} failed, {job.remaining:,} not sent yet\n")
     if job.filter:
-        head.append(terminal_safe(f"filter {job.filter}\n"), style="dim")
+        head.append(terminal_safe(f"filter {job.filter}"), style="dim")
+        head.append("\n")
     head.append(terminal_safe(f"created by {job.created_by}"), style="dim")
     head.append("\nthe targets in flight settle; the remaining ones are not sent")
     dialog = ConfirmDialog(title="Cancel job?", verb="cancel job", targets=[job.id],
