@@ -170,6 +170,10 @@ def cell(
     if key == "name":
         return truncate(run.name, width, g.ellipsis), ""
     if key == "step":
+        if not run.in_flight_step and run.error is not None and run.error.step \
+                and row.state in (RunState.FAILED, RunState.GIVEN_UP):
+            # where it failed: what the retry starts from
+            return truncate(f"{g.stale} {run.error.step}", width, g.ellipsis), "bad"
         return truncate(run.in_flight_step or "", width, g.ellipsis), "dim"
     if key == "updated":
         return format_age((now - run.updated_at).total_seconds()), "dim"
