@@ -152,7 +152,7 @@ async def test_s_on_an_alert_silences_it_for_the_typed_duration(
         assert (result.action, result.target, result.outcome) == ("alert_silence", alert.id,
                                                                   "applied")
         await pilot.press("enter")
-        await until(pilot, lambda: (a := app.view.alerts[alert.id]).silenced_until is not None,
+        await until(pilot, lambda: app.view.alerts[alert.id].silenced_until is not None,
                     "the silence in the view", 10)
         silenced = app.view.alerts[alert.id]
         assert silenced.silenced_until is not None
