@@ -47,6 +47,8 @@ from console.terminal_text import terminal_safe
 from console.tui.attention import Attention
 from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
+from console.tui.job_board import JobProgress
+from console.tui.job_watch import JOB_ACTIONS, JobWatch
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
 from console.tui.obligation_book import overdue_count
 from console.tui.palette import IrqCommands
@@ -57,6 +59,7 @@ from console.tui.screens.base import ViewScreen
 from console.tui.screens.fleet import FleetScreen
 from console.tui.screens.help import HelpScreen, key_rows
 from console.tui.screens.inbox import InboxScreen
+from console.tui.screens.jobs import JobsScreen
 from console.tui.screens.obligations import ObligationsScreen
 from console.tui.screens.run_detail import RunDetailScreen
 from console.tui.scrollbars import use_mode_scrollbars
@@ -87,6 +90,7 @@ class IrqApp(SpanWritingApp):
         Binding("3", "view('audit')", "audit", show=False, id="view_audit"),
         Binding("o", "view('obligations')", "oblig", show=False, id="view_obligations"),
         Binding("4", "view('alerts')", "alerts", show=False, id="view_alerts"),
+        Binding("5", "view('jobs')", "jobs", show=False, id="view_jobs"),
     ]
 
     def __init__(
@@ -131,6 +135,7 @@ class IrqApp(SpanWritingApp):
         self.gc_policy = GcPolicy()  # full collections off the key path (gc_policy.py)
         self._help_screens: dict[tuple[Any, ...], str] = {}  # installed help, by content
         self._help_serial = itertools.count(1)
+        self.job_watch = JobWatch(lambda: self.source, self._jobs_changed, self._job_finished)
         wanted = THEMES.get(theme or "", theme or "textual-dark")
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
 
@@ -175,6 +180,23 @@ class IrqApp(SpanWritingApp):
         self._feed()
         if self.ping_interval > 0 and isinstance(self.source, LiveSource):
             self._pinger()
+        if isinstance(self.source, LiveSource):
+            self._watch_jobs()
+
+    @work(exclusive=True, group="jobs")
+    async def _watch_jobs(self) -> None:
+        await self.job_watch.run()
+
+    def _jobs_changed(self) -> None:
+        self._refresh_headers()
+        screen = self.view_screen
+        if isinstance(screen, JobsScreen):
+            screen.jobs_changed()
+
+    def _job_finished(self, job: JobProgress) -> None:
+        self.notify(f"job {job.id} ({job.action}) {job.state}: {job.done} done, "
+                    f"{job.failed} failed of {job.targets}", title="Job",
+                    severity="warning" if job.failed else "information", timeout=8)
 
     @work(exclusive=True, group="feed")
     async def _feed(self) -> None:
@@ -202,6 +224,9 @@ class IrqApp(SpanWritingApp):
 
     def on_fleet_batch(self, message: FleetBatch) -> None:
         self._pending.add(message.events)
+        if any(e.get("kind") == "audit" and (e.get("data") or {}).get("action") in JOB_ACTIONS
+               for e in message.events):
+            self.job_watch.poke()  # a job created or cancelled (here or from a shell)
         self.attention.observe(message.events, self.view)
 
     def on_status_changed(self, message: StatusChanged) -> None:
@@ -324,7 +349,7 @@ class IrqApp(SpanWritingApp):
             return
         wanted: type[ViewScreen] = {"inbox": InboxScreen, "audit": AuditScreen,
                                     "obligations": ObligationsScreen,
-                                    "alerts": AlertsScreen}[name]
+                                    "alerts": AlertsScreen, "jobs": JobsScreen}[name]
         if isinstance(current, wanted) and current is self.screen:
             return
         while len(self.screen_stack) > 1:
@@ -446,6 +471,8 @@ class IrqApp(SpanWritingApp):
         self.source.stop()
         self.workers.cancel_group(self, "feed")
         self.workers.cancel_group(self, "ping")
+        self.workers.cancel_group(self, "jobs")
+        self.job_watch.reset()
         self.source = LiveSource(conn.url, conn.token)
         self.context = conn.context
         self.read_only = conn.read_only

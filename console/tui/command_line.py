@@ -26,6 +26,8 @@ SPECS: tuple[CommandSpec, ...] = (
                 ("o", "obl")),
     CommandSpec("alerts", ":alerts", "conditions that need a person: open, acknowledged",
                 ("al",)),
+    CommandSpec("jobs", ":jobs", "bulk jobs the gateway drives: progress, failures, cancel",
+                ("j",)),
     CommandSpec("run", ":run RUN", "details of one run", ("show", "detail")),
     CommandSpec("pause", ":pause [RUN...]", "pause runs (selected if none given)", (), True),
     CommandSpec("resume", ":resume [RUN...]", "resume runs", (), True),

@@ -62,9 +62,15 @@ class FleetSource(Protocol):
         decision: Decision | None = None,
     ) -> list[CommandResult]: ...
 
-    async def named_command(self, action: str, targets: list[str], *,
-                            reason: str = "") -> list[CommandResult]:
-        """A command that is not a run action (``obligation_fulfil``, ``obligation_waive``)."""
+    async def named_command(self, action: str, targets: list[str], *, reason: str = "",
+                            extra: dict[str, Any] | None = None) -> list[CommandResult]:
+        """A command that is not a run action (``obligation_fulfil``, ``obligation_waive``,
+        ``alert_ack``, ``alert_silence`` with ``extra={"for_s": ...}``)."""
+        ...
+
+    async def job_command(self, action: str, targets: list[str], *,
+                          reason: str = "") -> list[CommandResult]:
+        """``job_cancel`` (targets: the job id), as ``irq jobs cancel`` sends it."""
         ...
 
     async def query(self, what: str, **params: Any) -> Any: ...
@@ -127,9 +133,13 @@ class LiveSource:
             action, targets, reason=reason, dry_run=dry_run, decision=decision
         )
 
-    async def named_command(self, action: str, targets: list[str], *,
-                            reason: str = "") -> list[CommandResult]:
-        return await self._client().named_command(action, targets, reason=reason)
+    async def named_command(self, action: str, targets: list[str], *, reason: str = "",
+                            extra: dict[str, Any] | None = None) -> list[CommandResult]:
+        return await self._client().named_command(action, targets, reason=reason, extra=extra)
+
+    async def job_command(self, action: str, targets: list[str], *,
+                          reason: str = "") -> list[CommandResult]:
+        return await self._client().job_command(action, targets, reason=reason)
 
     async def query(self, what: str, **params: Any) -> Any:
         return await self._client().query(what, **params)
@@ -210,10 +220,14 @@ class RecordedSource:
             for t in targets
         ]
 
-    async def named_command(self, action: str, targets: list[str], *,
-                            reason: str = "") -> list[CommandResult]:
+    async def named_command(self, action: str, targets: list[str], *, reason: str = "",
+                            extra: dict[str, Any] | None = None) -> list[CommandResult]:
         return [CommandResult(id="recorded", action=action, target=t, outcome="forbidden",
                               detail="recorded data: nothing was sent") for t in targets]
+
+    async def job_command(self, action: str, targets: list[str], *,
+                          reason: str = "") -> list[CommandResult]:
+        return await self.named_command(action, targets, reason=reason)
 
     async def query(self, what: str, **params: Any) -> Any:
         if what == "run":

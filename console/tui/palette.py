@@ -46,6 +46,8 @@ def palette_entries(app: IrqApp, screen: ViewScreen | None) -> list[PaletteEntry
                      partial(app.show_view, "obligations")),
         PaletteEntry("Go to alerts", f":alerts {dash} conditions that need a person",
                      partial(app.show_view, "alerts")),
+        PaletteEntry("Go to jobs", f":jobs {dash} bulk jobs: progress, failures, cancel",
+                     partial(app.show_view, "jobs")),
         PaletteEntry("Show late and lost runs", "/state:late,lost",
                      partial(app.filter_fleet, "state:late,lost")),
         PaletteEntry("Show runs waiting for a decision", "/state:waiting",

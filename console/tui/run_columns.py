@@ -108,19 +108,25 @@ def run_label(run: Run, g: GlyphSet) -> str:
 
 
 def cell(
-    row: RunRow, col: Column, width: int, now: datetime, g: GlyphSet, bar: int = 0
+    row: RunRow, col: Column, width: int, now: datetime, g: GlyphSet, bar: int = 0,
+    *, alerted: bool = False,
 ) -> tuple[str, str]:
-    """(text, tone) of one cell; tone names a style ('' = plain, 'dim', or a state tone)."""
+    """(text, tone) of one cell; tone names a style ('' = plain, 'dim', or a state tone).
+    ``alerted``: an open alert is about the run (its state gets the alert glyph)."""
     run = row.run
     key = col.key
     if key == "state":
         text = f"{g.states[row.state]} {STATE_LABEL[row.state]}"
+        flag = g.stale if alerted else ""
         suspected = run.suspected_state(now, row.state)
         if suspected is not None:
             # read as running, but the heartbeat is now past its limit: not known to run
-            return text + "?", STATE_TONE[suspected]
+            return text + "?" + flag, STATE_TONE[suspected]
         if run.preempted and row.state is not RunState.RUNNING:
             text += "*"
+        if alerted:  # stalled, retrying...: the state alone reads as fine
+            return text + flag, "warn" if STATE_TONE[row.state] in ("ok", "done", "dim") \
+                else STATE_TONE[row.state]
         return text, STATE_TONE[row.state]
     if key == "run":
         return truncate_middle(run_label(run, g), width, g.ellipsis), ""
@@ -164,6 +170,10 @@ def cell(
     if key == "name":
         return truncate(run.name, width, g.ellipsis), ""
     if key == "step":
+        if not run.in_flight_step and run.error is not None and run.error.step \
+                and row.state in (RunState.FAILED, RunState.GIVEN_UP):
+            # where it failed: what the retry starts from
+            return truncate(f"{g.stale} {run.error.step}", width, g.ellipsis), "bad"
         return truncate(run.in_flight_step or "", width, g.ellipsis), "dim"
     if key == "updated":
         return format_age((now - run.updated_at).total_seconds()), "dim"

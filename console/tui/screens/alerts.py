@@ -1,8 +1,9 @@
 """Alerts: conditions that need a person (stalled, retrying, given up, no workers, liveness
 unknown, interrupt or obligation overdue, ...): open first, then acknowledged, then recently
 cleared. ``k`` acknowledges the selected open alert through the confirm dialog (the reason is
-required); silencing is ``irq alerts silence``. Details come from agents and backends: shown
-inert (terminal_text.py)."""
+required); ``s`` silences the selected alert for a time (the dialog asks how long, as ``irq
+alerts silence --for``). Details come from agents and backends: shown inert
+(terminal_text.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from console.alert_model import Alert
 from console.terminal_text import terminal_safe
 from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
-from console.tui.screens import mutation_flows
+from console.tui.screens import mutation_flows, named_flows
 from console.tui.screens.base import ViewScreen, selected_row_key
 from console.tui.widgets.alert_bar import about_label, detail_without_run
 from console.tui.widgets.table_fit import fit_columns
@@ -63,7 +64,8 @@ def alert_detail(alert: Alert, now: datetime) -> Text:
 class AlertsScreen(ViewScreen):
     VIEW_NAME = "alerts"
 
-    BINDINGS = [Binding("k", "ack", "ack", id="alert_ack")]
+    BINDINGS = [Binding("k", "ack", "ack", id="alert_ack"),
+                Binding("s", "silence", "silence", id="alert_silence")]
 
     def __init__(self) -> None:
         super().__init__()
@@ -164,7 +166,28 @@ class AlertsScreen(ViewScreen):
             if alert is None or alert.state != "open":
                 return None
             return True if self.irq.may_mutate()[0] else None
+        if action == "silence":
+            if self.irq.mutation_pending:
+                return False
+            alert = self.selected_alert()
+            if alert is None or alert.state == "cleared":
+                return None
+            return True if self.irq.may_mutate()[0] else None
         return super().check_action(action, parameters)
+
+    def action_silence(self) -> None:
+        irq = self.irq
+        alert = self.selected_alert()
+        allowed, why = irq.may_mutate()
+        if alert is None or alert.state == "cleared":
+            irq.notify("silence: no open or acknowledged alert selected", severity="warning")
+            return
+        if not allowed:
+            irq.notify(f"silence: {why}", title="Not allowed", severity="error")
+            return
+        if irq.mutation_pending:
+            return
+        irq.run_mutation(named_flows.alert_silence_steps(irq, alert.id), "_alert_flow")
 
     def action_ack(self) -> None:
         irq = self.irq

@@ -23,6 +23,7 @@ from console.tui.screens import mutation_flows
 from console.tui.screens.commands import run_command
 from console.tui.widgets.alert_bar import AlertBar, needing_attention
 from console.tui.widgets.command_bar import CommandBar
+from console.tui.widgets.job_bar import JobBar
 from console.tui.widgets.status_header import StatusHeader
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class ViewScreen(Screen[None]):
     def compose_top(self) -> ComposeResult:
         yield StatusHeader(self.irq.glyphs, id="status")
         yield AlertBar(self.irq.glyphs, id="alert-bar")
+        yield JobBar(self.irq.glyphs, id="job-bar")
 
     def compose_bottom(self) -> ComposeResult:
         yield CommandBar(id="bar")
@@ -126,6 +128,8 @@ class ViewScreen(Screen[None]):
             header.show(self.irq.header_info(self.VIEW_NAME))
         for bar in self.query(AlertBar):
             bar.show(needing_attention(self.irq.view.alerts.values(), self.irq.clock()))
+        for job_bar in self.query(JobBar):
+            job_bar.show(self.irq.job_watch.running)
 
     # ---------------------------------------------------- hooks for subclasses
 

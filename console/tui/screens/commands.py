@@ -28,7 +28,7 @@ def run_command(screen: ViewScreen, line: str) -> None:
         app.notify(cmd.error, title=":" + line.strip(), severity="error")
         return
     name = cmd.name
-    if name in ("runs", "inbox", "audit", "obligations", "alerts"):
+    if name in ("runs", "inbox", "audit", "obligations", "alerts", "jobs"):
         if name == "runs" and cmd.args:
             app.filter_fleet(cmd.rest)
         else:

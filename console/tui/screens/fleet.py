@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 
-from console.model import Interrupt
+from console.model import Interrupt, RunState
+from console.terminal_text import terminal_safe
 from console.tui.attention import COPY_ID_BINDING
 from console.tui.marks import MARK_BINDINGS, Marks
 from console.tui.messages import FleetChange
@@ -19,6 +21,7 @@ from console.tui.screens.base import (
     ViewScreen,
     oldest_pending_interrupt,
 )
+from console.tui.widgets.alert_bar import needing_attention
 from console.tui.widgets.command_bar import CommandBar
 from console.tui.widgets.run_table import RunTable, RunTableHeader
 from console.tui.widgets.summary_line import SummaryLine
@@ -103,14 +106,38 @@ class FleetScreen(ViewScreen):
         if text != self.table.empty_text:
             self.table.empty_text = text
             self.table.refresh()
-        self.query_one(SummaryLine).show(index.counts, len(index.visible), len(index),
-                                         index.sort.value, index.reverse, index.query.text,
-                                         marked=len(self.marks))
+        self.table.set_alerted(frozenset(
+            a.run for a in needing_attention(self.irq.view.alerts.values(), self.irq.clock())
+            if a.run))
+        self._show_summary_line()
         arrow = self.irq.glyphs.arrow_down if index.reverse else self.irq.glyphs.arrow_up
         header = self.query_one(RunTableHeader)
         column = {"age": "beat", "id": "run", "cost": "res"}  # a sort's column, by key
         header.sort_marker = (column.get(index.sort.value, index.sort.value), arrow)
         header.redraw()
+
+    def _show_summary_line(self) -> None:
+        index = self.irq.index
+        self.query_one(SummaryLine).show(index.counts, len(index.visible), len(index),
+                                         index.sort.value, index.reverse, index.query.text,
+                                         marked=len(self.marks), note=self._selected_note())
+
+    def _selected_note(self) -> Text | None:
+        """A failed or given-up run under the cursor: its error type and failing step (the
+        message and the rest are one Enter away, in the detail's error row)."""
+        row = self.irq.index.rows.get(self.table.selected_id or "")
+        if row is None or row.state not in (RunState.FAILED, RunState.GIVEN_UP):
+            return None
+        error = row.run.error
+        g = self.irq.glyphs
+        note = Text(f"{g.states[row.state]} ", style="bold red")
+        if error is None:
+            note.append("no error recorded", style="dim")
+            return note
+        note.append(terminal_safe(error.type or "error"), style="bold red")
+        if error.step:
+            note.append(terminal_safe(f" at {error.step}"))
+        return note
 
     # ---------------------------------------------------------------- selection
 
@@ -174,6 +201,7 @@ class FleetScreen(ViewScreen):
     @on(RunTable.Highlighted)
     def _highlighted(self) -> None:
         self._refresh_bindings_if_needed()
+        self._show_summary_line()  # a failed run's error follows the cursor
 
     @on(RunTable.Chosen)
     def _chosen(self, event: RunTable.Chosen) -> None:

@@ -122,7 +122,7 @@ class ConfirmDialog(ModalScreen[ConfirmOutcome | None]):
 
     def on_mount(self) -> None:
         if self.editor is not None:
-            self.editor.text_area.focus()
+            self.editor.focus_field()
             self._sync_yes()
         else:
             self.query_one("#reason", Input).focus()

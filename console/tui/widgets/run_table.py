@@ -171,6 +171,9 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self.lines_rendered = 0  # for the benchmark
         self.empty_text = ""  # shown when there is no row (why the table is empty)
         self.marks: Collection[str] = frozenset()  # marked run ids (console/tui/marks.py)
+        #: runs with an open alert (stalled, retrying, ...): marked beside their state, so a
+        #: progress frozen under fresh beats is not silent (set_alerted)
+        self.alerted: frozenset[str] = frozenset()
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[tuple[LineCells, int], Strip] = LRUCache(1024)
         self._drawn: dict[int, LineCells] = {}  # screen line -> the cells it was drawn with
@@ -192,6 +195,15 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
         self._strips.clear()
         self._drawn.clear()
         self._scroll_cursor_into_view()
+        self.refresh()
+
+    def set_alerted(self, run_ids: frozenset[str]) -> None:
+        """The runs an open alert is about (alerts change rarely: redraw every line)."""
+        if run_ids == self.alerted:
+            return
+        self.alerted = run_ids
+        self._memo.clear()
+        self._drawn.clear()
         self.refresh()
 
     def rows_changed(self, changed: set[str] | None, *, reordered: bool) -> None:
@@ -341,7 +353,8 @@ class RunTable(FollowFocus, ScrollView, can_focus=True):
             marker = MARK_GLYPH  # marked: '*' (the cursor row still shows its cursor style)
         cells = []
         for col, w in lay.columns:
-            text, tone = cell(row, col, w, self._now, g, lay.progress_bar)
+            text, tone = cell(row, col, w, self._now, g, lay.progress_bar,
+                              alerted=row.run.id in self.alerted)
             safe = terminal_safe(text)  # names, ids, steps come from agents
             if safe != text and len(safe) > w:
                 full = _FULL_TEXT.get(col.key)

@@ -94,6 +94,10 @@ class ValueEditor(Vertical):
     def text_area(self) -> TextArea:
         return self.query_one(TextArea)
 
+    def focus_field(self) -> None:
+        """Where typing starts when the dialog opens."""
+        self.text_area.focus()
+
     def _check(self, text: str) -> None:
         self.value, self.error, note = self.evaluate(text)
         status = self.query_one(".editor-status", Static)
