@@ -9,7 +9,6 @@ job running (``irq jobs show ID``). ``--detach`` returns once the job is recorde
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -84,6 +83,8 @@ async def follow_job(client: GatewayClient, job_id: str) -> dict[str, Any]:
             if live:
                 sys.stderr.write("\n")
             return job
+        import asyncio  # not at import time: `irq --help` loads no asyncio
+
         await asyncio.sleep(FOLLOW_POLL_S)
 
 
