@@ -340,9 +340,11 @@ class Interrupt(BaseModel):
 
     @model_validator(mode="after")
     def _policy_deadline(self) -> Interrupt:
-        """A rule's deadline counts from the interrupt's creation (when no timer set one)."""
-        if self.deadline_at is None and self.policy is not None and self.policy.deadline_s:
-            self.deadline_at = self.created_at + timedelta(seconds=self.policy.deadline_s)
+        """A rule's deadline counts from the interrupt's creation; beside another one (a timer
+        on the wait, the agent's ``deadline=``) the earliest wins."""
+        if self.policy is not None and self.policy.deadline_s:
+            rule_at = self.created_at + timedelta(seconds=self.policy.deadline_s)
+            self.deadline_at = min(self.deadline_at or rule_at, rule_at)
         return self
 
     @staticmethod

@@ -93,6 +93,7 @@ from backend_adapters.dbos.runtime import (
 )
 from backend_adapters.heartbeat_loop import next_seq
 from backend_adapters.heartbeat_push import CLIENT, heartbeat_frame
+from backend_adapters.interrupt_deadline import Deadline, deadline_delta
 from backend_adapters.policy_guard import (
     ToolProhibited,
     ToolRejected,
@@ -103,7 +104,7 @@ from backend_adapters.policy_guard import (
     report_decision,
     shared_policy,
 )
-from backend_adapters.run_records import InterruptPayload, Phase
+from backend_adapters.run_records import Phase, interrupt_payload
 from console.policy.model import Obligation, PolicyDecision
 
 log = logging.getLogger("irq.agent.dbos")
@@ -464,28 +465,32 @@ class AgentRun:
         allowed: Iterable[DecisionType] = ("approve", "edit", "reject"),
         timeout_s: float | None = None,
         policy: Mapping[str, Any] | None = None,
+        deadline: Deadline | None = None,
     ) -> DecisionReply:
         """Ask a human and wait (durably) for the decision.
 
         Polls ``recv`` every ``decision_poll_s`` (each poll is two journal rows; a cancel is
         noticed at the next poll). With ``timeout_s`` the interrupt is withdrawn after that
-        many seconds of polls and :class:`InterruptExpired` is raised.
+        many seconds of polls and :class:`InterruptExpired` is raised. ``deadline`` (a
+        timedelta or seconds) only publishes ``deadline_at`` = creation + deadline: past it
+        irq raises ``interrupt_overdue`` and escalates; the run keeps waiting.
         """
+        delta = deadline_delta(deadline)  # a bad deadline fails here, before anything is sent
         self._interrupts += 1
         iid = interrupt_id_for(self.workflow_id, self._interrupts)
         proposed = dict(args or {})
-        payload: InterruptPayload = {
-            "interrupt_id": iid,
-            "title": title,
-            "description": description,
-            "action": action,
-            "args": proposed,
-            "args_schema": dict(args_schema) if args_schema else None,
-            "allowed_decisions": list(allowed),
-            "created_at": _now_iso(),
-        }
-        if policy is not None:  # the rule requiring this approval (run_records.InterruptPayload)
-            payload["policy"] = dict(policy)
+        payload = interrupt_payload(
+            iid,
+            title,
+            description=description,
+            action=action,
+            args=proposed,
+            args_schema=args_schema or None,
+            allowed_decisions=allowed,
+            created_at=datetime.now(UTC),  # set_event journals the payload: a replay re-uses it
+            policy=policy,  # the rule requiring this approval
+            deadline=delta,
+        )
         self.runtime.write(self.workflow_id, {ATTR_WAITING: iid})
         DBOS.set_event(EVENT_INTERRUPT, dict(payload))
         self.phase, self.waiting_on = "waiting", iid
@@ -634,6 +639,7 @@ class AgentRun:
         *,
         description: str = "",
         timeout_s: float | None = None,
+        deadline: Deadline | None = None,
     ) -> DecisionReply:
         """An ask-the-user interrupt: the human's ``respond`` answer is the result."""
         return self.interrupt(
@@ -643,6 +649,7 @@ class AgentRun:
             description=description,
             allowed=("respond", "reject"),
             timeout_s=timeout_s,
+            deadline=deadline,
         )
 
 

@@ -23,6 +23,7 @@ from backend_adapters.dbos.conventions import (
     ATTR_RUN,
     ATTR_STEP,
 )
+from backend_adapters.interrupt_deadline import deadline_at_of
 from console.model import (
     Action,
     DecisionKind,
@@ -285,6 +286,7 @@ def interrupt_from_payload(payload: Any, *, run_id: str) -> Interrupt | None:
         allowed_decisions=allowed or [DecisionKind.APPROVE, DecisionKind.REJECT],
         created_at=parse_iso(payload.get("created_at")) or datetime.now(UTC),
         policy=InterruptPolicy.from_payload(payload.get("policy")),
+        deadline_at=deadline_at_of(payload.get("deadline_at")),  # with a rule's: the earliest
     )
 
 

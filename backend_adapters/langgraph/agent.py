@@ -45,6 +45,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -53,6 +54,7 @@ import httpx
 from backend_adapters.agent_resources import AcquiredResource
 from backend_adapters.heartbeat_loop import HeartbeatLoop, next_seq
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
+from backend_adapters.interrupt_deadline import Deadline, deadline_at_iso
 from backend_adapters.langgraph.conventions import BACKEND, KEY_ARGS_SCHEMA, META_INTENT
 from backend_adapters.run_records import Phase
 from console.decision_check import schema_problem
@@ -88,9 +90,12 @@ def inbox_request(
     allowed: Sequence[DecisionName] = ALL,
     args_schema: Mapping[str, Any] | None = None,
     policy: Mapping[str, Any] | None = None,
+    deadline: Deadline | None = None,
 ) -> dict[str, Any]:
-    """An Agent Inbox ``HumanInterrupt`` (plus irq's ``args_schema`` key, and ``policy``: the
-    rule that requires the approval, when a policy guard raises it).
+    """An Agent Inbox ``HumanInterrupt`` (plus irq's ``args_schema`` key, ``policy``: the
+    rule that requires the approval, when a policy guard raises it, and ``deadline_at``: now
+    + ``deadline`` (a timedelta or seconds), in UTC ISO. The node calls it when it raises
+    the interrupt; when it runs again on resume LangGraph keeps the first value.)
 
     ``allowed`` becomes the ``allow_*`` flags: approve -> ``allow_accept``, edit ->
     ``allow_edit``, respond -> ``allow_respond``, reject -> ``allow_ignore`` and, so that the
@@ -114,6 +119,9 @@ def inbox_request(
         request[KEY_ARGS_SCHEMA] = schema
     if policy is not None:
         request["policy"] = dict(policy)
+    deadline_at = deadline_at_iso(datetime.now(UTC), deadline)
+    if deadline_at is not None:  # past it irq raises interrupt_overdue; the run keeps waiting
+        request["deadline_at"] = deadline_at
     return request
 
 
@@ -169,9 +177,11 @@ def ask(
     allowed: Sequence[DecisionName] = ALL,
     args_schema: Mapping[str, Any] | None = None,
     policy: Mapping[str, Any] | None = None,
+    deadline: Deadline | None = None,
 ) -> HumanReply:
     """``interrupt()`` with an Agent Inbox request; the human's reply. Call it inside a node
-    (it stops the run; the node runs again from its start when the reply comes)."""
+    (it stops the run; the node runs again from its start when the reply comes).
+    ``deadline``: see :func:`inbox_request`."""
     from langgraph.types import interrupt
 
     request = inbox_request(
@@ -181,6 +191,7 @@ def ask(
         allowed=allowed,
         args_schema=args_schema,
         policy=policy,
+        deadline=deadline,
     )
     return HumanReply.from_inbox(interrupt(request), proposed=args)
 

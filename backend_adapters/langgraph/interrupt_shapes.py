@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from backend_adapters.base import InvalidInput
 from backend_adapters.decision_refusal import refuse_decision
+from backend_adapters.interrupt_deadline import deadline_at_of
 from backend_adapters.langgraph.conventions import KEY_ARGS_SCHEMA
 from console.decision_check import args_problem, check_decision
 from console.model import (
@@ -182,15 +183,16 @@ def interrupt_from_value(
     value: Any, *, run_id: str, native_id: str, created_at: datetime, node: str = ""
 ) -> Interrupt:
     """One pending LangGraph interrupt as an irq ``Interrupt`` (one per interrupt id)."""
+    # a helper's request names its rule and its deadline (the value, or its Agent Inbox
+    # request); with both, the earliest deadline wins (Interrupt's validator)
+    source = _inbox_request(value) or (value if isinstance(value, dict) else {})
     common: dict[str, Any] = {
         "id": Interrupt.make_id(run_id, native_id),
         "run_id": run_id,
         "native_id": native_id,
         "created_at": created_at,
-        # a policy guard's interrupt names its rule (the value, or its Agent Inbox request)
-        "policy": InterruptPolicy.from_payload(
-            (_inbox_request(value) or (value if isinstance(value, dict) else {})).get("policy")
-        ),
+        "policy": InterruptPolicy.from_payload(source.get("policy")),
+        "deadline_at": deadline_at_of(source.get("deadline_at")),
     }
     shape = shape_of(value)
     if shape == "agent_inbox":

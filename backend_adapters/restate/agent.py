@@ -32,8 +32,9 @@ from restate import Context, TerminalError
 from backend_adapters.agent_resources import ResourceEntry, resource_entry
 from backend_adapters.heartbeat_loop import HeartbeatLoop, next_seq
 from backend_adapters.heartbeat_push import HeartbeatPusher, heartbeat_frame, shared_pusher
+from backend_adapters.interrupt_deadline import Deadline, deadline_delta
 from backend_adapters.restate.conventions import BACKEND, INTERRUPT_STEP, PublishedInterrupt
-from backend_adapters.run_records import Phase
+from backend_adapters.run_records import Phase, interrupt_payload
 
 log = logging.getLogger("irq.agent.restate")
 #: the irq context name of this Restate server (``restate:<context>``), default ``local``
@@ -53,25 +54,30 @@ async def ask(
     description: str = "",
     interrupt_id: str = "",
     policy: dict[str, Any] | None = None,
+    deadline: Deadline | None = None,
 ) -> dict[str, Any]:
     """Publish a pending interrupt and wait durably for irq's decision on it. ``policy``:
-    the rule that requires it (``policy_guard``'s interrupt policy), shown in the inbox."""
+    the rule that requires it (``policy_guard``'s interrupt policy), shown in the inbox.
+    ``deadline`` (a timedelta or seconds) publishes ``deadline_at`` = creation + deadline,
+    computed inside the journaled ``ctx.run`` like ``created_at`` (a replay re-uses both):
+    past it irq raises ``interrupt_overdue``; the handler keeps waiting."""
+    delta = deadline_delta(deadline)
     awakeable_id, future = ctx.awakeable(type_hint=dict)
 
     def publish() -> dict[str, Any]:
-        published: PublishedInterrupt = {
-            "awakeable_id": awakeable_id,
-            "interrupt_id": interrupt_id or awakeable_id,
-            "title": title,
-            "description": description,
-            "action": action,
-            "args": dict(args or {}),
-            "args_schema": args_schema,
-            "allowed_decisions": list(allowed_decisions),
-            "created_at": datetime.now(UTC).isoformat(),
-        }
-        if policy is not None:
-            published["policy"] = dict(policy)
+        payload = interrupt_payload(
+            interrupt_id or awakeable_id,
+            title,
+            description=description,
+            action=action,
+            args=args,
+            args_schema=args_schema,
+            allowed_decisions=allowed_decisions,
+            created_at=datetime.now(UTC),  # inside the journaled ctx.run: a replay re-uses it
+            policy=policy,
+            deadline=delta,
+        )
+        published: PublishedInterrupt = {"awakeable_id": awakeable_id, **payload}
         return dict(published)
 
     await ctx.run_typed(INTERRUPT_STEP, publish)

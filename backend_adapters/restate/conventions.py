@@ -9,7 +9,7 @@ would need an object or workflow), and it is replayed, never re-run, after a cra
 
 The step's result is an :class:`PublishedInterrupt` (JSON):
 ``{"awakeable_id": "sign_1…", "interrupt_id", "title", "description", "action", "args",
-"args_schema", "allowed_decisions", "created_at"}``.
+"args_schema", "allowed_decisions", "created_at", "policy"?, "deadline_at"?}``.
 
 The interrupt is pending while the journal holds no ``Notification: Signal`` for the
 awakeable's signal index (decoded from the awakeable id) and the invocation is not

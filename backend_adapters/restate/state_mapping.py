@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from backend_adapters.interrupt_deadline import deadline_at_of
 from backend_adapters.restate.conventions import BACKEND, PublishedInterrupt
 from backend_adapters.restate.failures import (
     PauseEvent,
@@ -65,6 +66,7 @@ def interrupt_of(item: PublishedInterrupt, *, run_id: str) -> Interrupt:
         allowed_decisions=allowed or [DecisionKind.APPROVE, DecisionKind.REJECT],
         created_at=created or utcnow(),
         policy=InterruptPolicy.from_payload(item.get("policy")),
+        deadline_at=deadline_at_of(item.get("deadline_at")),  # with a rule's: the earliest
     )
 
 

@@ -55,6 +55,8 @@ from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.workflow import ActivityCancellationType
 
 from backend_adapters.agent_resources import ResourceEntry, resource_entry
+from backend_adapters.interrupt_deadline import Deadline, deadline_delta
+from backend_adapters.run_records import interrupt_payload
 from backend_adapters.temporal.conventions import (
     DECISION_KINDS,
     ERROR_ACTIVITY_CANCELLED,
@@ -136,13 +138,17 @@ class Interrupts:
         interrupt_id: str | None = None,
         timeout: timedelta | None = None,
         policy: dict[str, Any] | None = None,
+        deadline: Deadline | None = None,
     ) -> DecisionReceived:
         """Raise an interrupt and wait for its decision.
 
         On ``timeout`` the interrupt is withdrawn and ``asyncio.TimeoutError`` is raised.
         ``policy`` (the rule that asked for the approval: ``rule``, ``why``, ``decide_role``,
-        ``approvers``, ``policy_version``) is published with the interrupt.
+        ``approvers``, ``policy_version``) is published with the interrupt. ``deadline`` (a
+        timedelta or seconds) publishes ``deadline_at`` = ``workflow.now()`` + deadline
+        (deterministic): past it irq raises ``interrupt_overdue``; the workflow keeps waiting.
         """
+        delta = deadline_delta(deadline)
         allowed_list = [d for d in allowed if d in DECISION_KINDS]
         if not allowed_list:
             raise ValueError(f"allowed decisions must be among {DECISION_KINDS}")
@@ -154,18 +160,20 @@ class Interrupts:
         iid = interrupt_id or f"i{self._counter}"
         if iid in self._pending or iid in self._decided:
             raise ValueError(f"interrupt id {iid!r} already used in this workflow")
-        self._pending[iid] = {
-            "interrupt_id": iid,
-            "title": title,
-            "description": description,
-            "action": action,
-            "args": dict(args or {}),
-            "args_schema": args_schema,
-            "allowed_decisions": allowed_list,
-            "created_at": workflow.now().astimezone(UTC).isoformat(),
-        }
-        if policy is not None:
-            self._pending[iid]["policy"] = dict(policy)
+        self._pending[iid] = dict(
+            interrupt_payload(
+                iid,
+                title,
+                description=description,
+                action=action,
+                args=args,
+                args_schema=args_schema,
+                allowed_decisions=allowed_list,
+                created_at=workflow.now().astimezone(UTC),  # deterministic on replay
+                policy=policy,
+                deadline=delta,
+            )
+        )
         self._publish()
         try:
             await workflow.wait_condition(lambda: iid in self._decided, timeout=timeout)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from backend_adapters.interrupt_deadline import deadline_at_of
 from backend_adapters.temporal.conventions import (
     DECISION_KINDS,
     HEARTBEAT_MARKER,
@@ -324,6 +325,7 @@ def interrupts_from_shape(
                 allowed_decisions=allowed or [DecisionKind.APPROVE, DecisionKind.REJECT],
                 created_at=parse_time(item.get("created_at")) or fallback_created_at,
                 policy=InterruptPolicy.from_payload(item.get("policy")),
+                deadline_at=deadline_at_of(item.get("deadline_at")),  # with a rule's: earliest
             )
         )
     return out
