@@ -3,8 +3,9 @@ three-step pipeline whose third step fails while a flag file exists, and a workf
 stays in its step while a hold file exists. Every step execution appends its name to
 ``counts`` (side effects counted outside the engine).
 
-``python tests/cli/dbos_retry_agent.py SQLITE_PATH DIR`` starts ``pipeline-1`` and
-``busy-1``, prints ``ready`` and keeps executing (forks included) until killed.
+``python tests/cli/dbos_retry_agent.py SQLITE_PATH DIR [N]`` starts ``pipeline-1`` ..
+``pipeline-N`` (default 1) and ``busy-1``, prints ``ready`` and keeps executing (forks
+included) until killed.
 """
 
 from __future__ import annotations
@@ -63,11 +64,12 @@ def busy() -> None:
     hold()
 
 
-def main(db_path: str) -> None:
+def main(db_path: str, pipelines: int) -> None:
     DBOS(config={"name": "retry-agent", "system_database_url": f"sqlite:///{db_path}"})
     DBOS.launch()
-    with SetWorkflowID("pipeline-1"):
-        DBOS.start_workflow(pipeline)
+    for n in range(1, pipelines + 1):
+        with SetWorkflowID(f"pipeline-{n}"):
+            DBOS.start_workflow(pipeline)
     with SetWorkflowID("busy-1"):
         DBOS.start_workflow(busy)
     print("ready", flush=True)
@@ -75,4 +77,4 @@ def main(db_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[3]) if len(sys.argv) > 3 else 1)
