@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RESTATE_VERSION := 1.7.12
 RESTATE_STAMP := $(VENV)/restate/.installed-$(RESTATE_VERSION)
 
-.PHONY: demo test install screenshots docs bench bench-adapters bench-native-waits bench-profile chaos clean
+.PHONY: demo test install screenshots docs bench bench-adapters bench-native-waits bench-profile bench-recovery chaos clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -80,6 +80,12 @@ bench-native-waits: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/native_waits_dbos.py  # -> results/native_waits_dbos.json
 	$(BIN)/python benchmarks/native_waits_langgraph.py  # -> results/native_waits_langgraph.json
 	$(BIN)/python benchmarks/native_waits_restate.py  # -> results/native_waits_restate.json
+
+# a bulk retry of 1,000 failed runs as one job on DBOS and Temporal, against a warm client
+# loop and the temporal CLI's batch reset, and the job's gateway SIGKILLed halfway (two on one
+# PostgreSQL journal): benchmarks/results/bulk_retry.json + a table (5-10 minutes)
+bench-recovery: $(STAMP)
+	$(BIN)/python benchmarks/bulk_retry.py
 
 # fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
 # journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table
