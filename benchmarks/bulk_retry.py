@@ -252,9 +252,10 @@ def _dbos_errors(db: Path, prefix: str) -> int:
 
 #: the adapters' parameters for a bulk retry: DBOS lists 200 finished runs by default (a
 #: filter would see 200 of 1,000 failed runs); Temporal spends 20 requests/s by default
-#: (a retry is about 3: describe, history, reset -- about 7 runs/s)
+#: (a retry is about 3: describe, history, reset -- about 7 runs/s) and reports a closed run
+#: for 300 s after it closed (1,000 failures on a loaded machine take longer than that)
 DBOS_PARAMS = "finished_limit=5000"
-TEMPORAL_PARAMS = {"rps": 200}
+TEMPORAL_PARAMS = {"rps": 200, "closed_window": 3600}
 
 
 def dbos_url(db: Path) -> str:
@@ -597,10 +598,10 @@ def main() -> None:
         if "dbos" in phases:
             result["dbos"] = {"irq": dbos_irq(work, args.runs, args.rate),
                               "baseline_client_loop": dbos_baseline(work, args.runs)}
-            print("  dbos done", file=sys.stderr)
+            print(f"  dbos: {json.dumps(result['dbos'])}", file=sys.stderr)
         if "temporal" in phases:
             result["temporal"] = temporal_phases(work, args.runs, args.rate)
-            print("  temporal done", file=sys.stderr)
+            print(f"  temporal: {json.dumps(result['temporal'])}", file=sys.stderr)
         if "kill" in phases:
             result["kill"] = kill_phase(work, args.runs, args.kill_rate)
     result["versions"] = {
