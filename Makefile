@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RESTATE_VERSION := 1.7.12
 RESTATE_STAMP := $(VENV)/restate/.installed-$(RESTATE_VERSION)
 
-.PHONY: demo test install screenshots docs bench bench-adapters bench-alerts bench-native-waits bench-profile chaos clean
+.PHONY: demo test install screenshots docs bench bench-adapters bench-alerts bench-native-waits bench-profile bench-recovery chaos clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -86,6 +86,12 @@ bench-native-waits: $(STAMP) $(RESTATE_STAMP)
 # facts against real Temporal, Restate and DBOS (about 6 minutes): benchmarks/results/alerts.json
 bench-alerts: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/alerts.py
+
+# a bulk retry of 1,000 failed runs as one job on DBOS and Temporal, against a warm client
+# loop and the temporal CLI's batch reset, and the job's gateway SIGKILLed halfway (two on one
+# PostgreSQL journal): benchmarks/results/bulk_retry.json + a table (about 15 minutes)
+bench-recovery: $(STAMP)
+	$(BIN)/python benchmarks/bulk_retry.py
 
 # fuzzed frames, silent connections, a SIGKILL storm of gateways (two on one PostgreSQL
 # journal) against real DBOS and Temporal agents: benchmarks/results/chaos.json + a table

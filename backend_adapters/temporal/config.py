@@ -23,7 +23,7 @@ parameter          meaning                                                     d
                    them: started / closed / waiting since the last list)
 ``identity``       identity sent to Temporal with every command                 irq-console
 ``page_size``      visibility page size                                         1000
-``max_runs``       most running workflows listed per poll                       10000
+``max_runs``       most running (and closed) workflows listed per poll          10000
 ``watch``          most runs followed with history long polls                   8
 =================  ==========================================================  ==========
 """

@@ -37,6 +37,7 @@ class JobRequest:
     rate_per_s: float | None
     decision: Decision | None = None
     merge_args: bool = False
+    from_step: str | None = None  # a retry job: ``--from STEP`` for every target
     #: the job's id once created (ctrl-c after that: the job goes on)
     job_id: str = field(default="")
 
@@ -50,7 +51,7 @@ async def create_job(client: GatewayClient, req: JobRequest) -> str:
     results = await client.job_command(
         "job_create", req.targets, reason=req.reason, key=req.key, job_action=req.action,
         filter=req.filter, rate_per_s=req.rate_per_s, decision=decision,
-        merge_args=req.merge_args or None)
+        merge_args=req.merge_args or None, from_step=req.from_step)
     if not results:
         fail(ExitCode.FAILED, "the gateway returned no result for the job")
     created = results[0]

@@ -14,19 +14,25 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.bulk import DEFAULT_MAX
 from console.cli.completion import complete_run_ids
 from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
 from console.cli.options import (
     ContextOption,
+    DetachOption,
     DryRunOption,
     KeyOption,
+    MaxOption,
     OutputOption,
+    RateOption,
     ReasonOption,
+    TargetFilterOption,
     TokenOption,
     UrlOption,
     WaitOption,
     YesOption,
+    parse_rate,
 )
 from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
 from console.cli.results import print_results, render_plan
@@ -40,9 +46,9 @@ if TYPE_CHECKING:
     from console.model import CommandResult
 
 RetryRunArgument = Annotated[
-    str,
+    str | None,
     typer.Argument(
-        help="Run id, native id, or an unambiguous prefix of them.",
+        help="Run id, native id, or an unambiguous prefix of them (or --filter).",
         show_default=False,
         metavar="RUN",
         autocompletion=complete_run_ids,
@@ -130,8 +136,12 @@ def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str,
 
 def retry_command(
     ctx: typer.Context,
-    run: RetryRunArgument,
+    run: RetryRunArgument = None,
     from_step: FromStepOption = None,
+    filter_expr: TargetFilterOption = None,
+    max_n: MaxOption = DEFAULT_MAX,
+    rate: RateOption = None,
+    detach: DetachOption = False,
     wait: WaitOption = None,
     reason: ReasonOption = "",
     yes: YesOption = False,
@@ -144,8 +154,23 @@ def retry_command(
 ) -> None:
     """Retry a failed, given-up, cancelled or terminated run from its failed step (or
     --from STEP), keeping the journaled results before it; side effects outside the journal
-    happen twice (the plan lists them)."""
+    happen twice (the plan lists them). With --filter: every run the filter selects (e.g.
+    'state:failed error:timeout'), as a job the gateway drives (irq jobs)."""
+    from console.cli.bulk import refuse_ids_and_filter
+
+    refuse_ids_and_filter([run] if run else [], filter_expr, "run")
     refuse_bad_wait(wait)
     conn = connection_of(ctx, url, token, context)
+    if filter_expr is not None:
+        if wait is not None:  # the work goes on in new runs the job's items do not name
+            fail(ExitCode.USAGE, "--wait does not follow a retry job's new runs",
+                 hint="follow the job (irq jobs show ID), then `irq runs --state failed`")
+        from console.cli.bulk_retry import bulk_retry
+
+        bulk_retry(conn, filter_expr, from_step=from_step, reason=reason, yes=yes,
+                   dry_run=dry_run, key=key, output=output, max_n=max_n, wait_s=None,
+                   rate_per_s=parse_rate(rate), detach=detach)
+        return
+    assert run is not None  # refuse_ids_and_filter: one of them
     retry_run(conn, run, from_step=from_step, reason=reason, yes=yes, dry_run=dry_run,
               key=key, output=output, wait_s=wait)

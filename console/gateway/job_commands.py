@@ -59,7 +59,7 @@ class JobCommands:
         created = await asyncio.to_thread(self.store.create, job_id, NewJob(
             action=cmd.job_action.value, targets=cmd.targets, filter=cmd.filter,
             reason=cmd.reason, rate_per_s=rate, created_by=who.identity, role=who.role.value,
-            decision=decision, merge_args=cmd.merge_args))
+            decision=decision, merge_args=cmd.merge_args, from_step=cmd.from_step))
         what = decision["kind"] if decision is not None else cmd.job_action.value
         if not created:
             return CommandResult(id=cmd.id, action=cmd.action, target=job_id,
@@ -68,6 +68,7 @@ class JobCommands:
         self.driver.kick()
         return self._result(cmd, job_id, "applied", who=who, detail=(
             f"{what} {len(cmd.targets)} target(s) at {rate:g}/s"
+            + (f" from step {cmd.from_step}" if cmd.from_step else "")
             + (f", filter {cmd.filter!r}" if cmd.filter else "")))
 
     async def _cancel(self, cmd: JobCommand, who: Principal) -> CommandResult:

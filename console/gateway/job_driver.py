@@ -146,7 +146,8 @@ class JobDriver:
     async def _send(self, job: Job, row: TargetRow) -> None:
         key = target_key(job.id, row.index)
         cmd = Command(type="command", id=key, action=Action(job.action), targets=[row.target],
-                      reason=job.reason, decision=self._decision(job, row.target))
+                      reason=job.reason, decision=self._decision(job, row.target),
+                      from_step=job.from_step)
         who = Principal(job.created_by, Role(job.role))
         self.sent += 1
         try:

@@ -2,7 +2,8 @@
 
 ``{"type": "command", "action": "job_create", "id": KEY, "targets": [...], "job_action":
 "pause", "filter": "...", "rate_per_s": 20, "reason": "..."}`` records a job whose targets
-are the ones the operator confirmed (a decision job adds ``decision`` and ``merge_args``);
+are the ones the operator confirmed (a decision job adds ``decision`` and ``merge_args``, a
+retry job may add ``from_step``);
 the same ``id`` sent again names the same job. ``{"type": "command", "action": "job_cancel",
 "id": KEY, "targets": [JOB_ID], "reason": "..."}`` stops one. Executed by job_commands.py.
 """
@@ -39,6 +40,8 @@ class JobCommand(BaseModel):
     #: not typed here so that protocol.py and this module do not import each other)
     decision: dict[str, Any] | None = None
     merge_args: bool = False
+    #: a retry job: each target's first step to run again (None: its failed step)
+    from_step: str | None = Field(default=None, max_length=256)
 
 
 _adapter: TypeAdapter[JobCommand] = TypeAdapter(JobCommand)
@@ -61,6 +64,8 @@ def parse_job_command(data: dict[str, Any]) -> JobCommand:
         if (cmd.job_action is Action.DECIDE) != (cmd.decision is not None):
             raise FrameError("invalid", "a decide job needs a 'decision'; no other job takes "
                              "one", cmd.id)
+        if cmd.from_step is not None and cmd.job_action is not Action.RETRY:
+            raise FrameError("invalid", "only a retry job takes 'from_step'", cmd.id)
         if len(set(cmd.targets)) != len(cmd.targets):
             raise FrameError("invalid", "a job's targets must be distinct", cmd.id)
     return cmd

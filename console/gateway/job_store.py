@@ -50,7 +50,8 @@ SCHEMA = (
     cancel_reason TEXT NOT NULL DEFAULT '',
     holder TEXT NOT NULL DEFAULT '',  -- the gateway driving it
     lease_expires {float} NOT NULL DEFAULT 0,
-    takeovers INTEGER NOT NULL DEFAULT 0
+    takeovers INTEGER NOT NULL DEFAULT 0,
+    from_step TEXT                    -- a retry job: the first step that runs again
 )""",
     """CREATE TABLE IF NOT EXISTS irq_job_targets (
     job_id TEXT NOT NULL,
@@ -68,7 +69,7 @@ SCHEMA = (
 
 _JOB_COLUMNS = ("id", "action", "decision", "merge_args", "filter", "reason", "rate_per_s",
                 "state", "created_by", "role", "created_at", "finished_at", "cancelled_by",
-                "cancel_reason", "holder", "takeovers")
+                "cancel_reason", "holder", "takeovers", "from_step")
 
 
 def job_id_for(key: str) -> str:
@@ -92,6 +93,7 @@ class NewJob:
     role: str
     decision: dict[str, Any] | None = None
     merge_args: bool = False
+    from_step: str | None = None  # a retry job: each target's ``--from STEP``
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ class Job:
     holder: str
     takeovers: int
     counts: dict[str, int] = field(default_factory=dict)  # pending / done / failed
+    from_step: str | None = None
 
     @property
     def label(self) -> str:
@@ -149,6 +152,7 @@ class Job:
             "cancelled_by": self.cancelled_by or None,
             "cancel_reason": self.cancel_reason or None,
             "driven_by": self.holder or None, "takeovers": self.takeovers,
+            "from_step": self.from_step,
         }
 
 
@@ -161,6 +165,22 @@ class JobStore:
         self.holder = holder
         self.ttl_s = ttl_s
         journal.create_tables(list(SCHEMA))
+        self._add_from_step()
+
+    def _add_from_step(self) -> None:
+        """A journal whose ``irq_jobs`` predates retry jobs gets their ``from_step`` column
+        (PostgreSQL: IF NOT EXISTS, two gateways starting together both succeed)."""
+        with self.journal.transaction() as tx:
+            if not self.journal.exclusive:  # PostgreSQL
+                have = {str(r[0]) for r in tx.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE"
+                    " table_name='irq_jobs' AND table_schema=current_schema()").fetchall()}
+            else:
+                have = {str(r[1]) for r in tx.execute(
+                    "PRAGMA table_info(irq_jobs)").fetchall()}
+            if "from_step" not in have:
+                exists = "" if self.journal.exclusive else " IF NOT EXISTS"
+                tx.execute(f"ALTER TABLE irq_jobs ADD COLUMN{exists} from_step TEXT")
 
     def _now(self, tx: JournalTx) -> float:
         if self.journal.exclusive:
@@ -174,12 +194,12 @@ class JobStore:
         with self.journal.transaction() as tx:
             cur = tx.execute(
                 "INSERT INTO irq_jobs (id, action, decision, merge_args, filter, reason,"
-                " rate_per_s, state, created_by, role, created_at) VALUES"
-                " (?,?,?,?,?,?,?, 'running', ?,?,?) ON CONFLICT (id) DO NOTHING",
+                " rate_per_s, state, created_by, role, created_at, from_step) VALUES"
+                " (?,?,?,?,?,?,?, 'running', ?,?,?,?) ON CONFLICT (id) DO NOTHING",
                 (job_id, new.action,
                  json.dumps(new.decision) if new.decision is not None else None,
                  int(new.merge_args), new.filter, new.reason, new.rate_per_s, new.created_by,
-                 new.role, utcnow().isoformat()))
+                 new.role, utcnow().isoformat(), new.from_step))
             if cur.rowcount != 1:
                 return False
             tx.executemany(
@@ -301,4 +321,4 @@ def _job(row: Sequence[Any], counts: dict[str, int]) -> Job:
         role=d["role"], created_at=datetime.fromisoformat(d["created_at"]),
         finished_at=datetime.fromisoformat(d["finished_at"]) if d["finished_at"] else None,
         cancelled_by=d["cancelled_by"], cancel_reason=d["cancel_reason"], holder=d["holder"],
-        takeovers=int(d["takeovers"] or 0), counts=counts)
+        takeovers=int(d["takeovers"] or 0), counts=counts, from_step=d["from_step"])

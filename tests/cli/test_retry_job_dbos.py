@@ -1,0 +1,102 @@
+"""``irq retry --filter 'state:failed'`` as a durable job on a real DBOS worker (SQLite;
+nothing mocked): three three-step pipelines fail in their third step; one job retries each
+exactly once (one fork per run, counted outside the engine: the first two steps ran once per
+pipeline, the third twice; one applied ``retry`` per target in the audit); the job carries
+``--from STEP`` to every target's command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_harness import ROOT, irq, start_gateway
+from test_retry_dbos import eventually
+
+from console.processes import stop_process
+
+pytestmark = [pytest.mark.slow]
+
+PIPELINES = [f"dbos:local/pipeline-{n}" for n in (1, 2, 3)]
+
+
+def runs(env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    out = irq("runs", "-o", "json", env=env)
+    assert out.code == 0, out.stderr
+    return {r["id"]: r for r in json.loads(out.stdout)}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    from console.demo.launcher import dbos_backend_url
+
+    home = tmp_path_factory.mktemp("retry-job-home")
+    work = tmp_path_factory.mktemp("retry-job-work")
+    (work / "fail").touch()
+    db = work / "agent.db"
+    log = open(work / "agent.log", "ab")  # noqa: SIM115 - closed below
+    agent = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("dbos_retry_agent.py")), str(db),
+         str(work), "3"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("IRQ_")},
+    )
+    gateway = None
+    try:
+        eventually(lambda: db.exists() or agent.poll() is not None, "the worker's database")
+        assert agent.poll() is None, (work / "agent.log").read_text()
+        gateway = start_gateway(home, [dbos_backend_url(db) + "?poll=0.3"])
+        yield work, {**gateway.env(gateway.operator), "IRQ_HOME": str(home)}
+    finally:
+        stop_process(agent)
+        log.close()
+        if gateway is not None:
+            stop_process(gateway.process)
+
+
+def test_a_retry_job_over_three_failed_runs_retries_each_exactly_once(
+        fleet: tuple[Path, dict[str, str]]):
+    work, env = fleet
+    eventually(lambda: all(runs(env).get(p, {}).get("state") == "failed" for p in PIPELINES),
+               "the three pipelines to fail")
+    (work / "fail").unlink()
+
+    # the dry run lists every target and a sample plan naming the step the job retries from
+    dry = irq("retry", "--filter", "state:failed", "--from", "publish", "--dry-run",
+              "-o", "json", env=env)
+    assert dry.code == 0, dry.stdout + dry.stderr
+    planned = json.loads(dry.stdout)
+    assert sorted(planned["targets"]) == PIPELINES and planned["from_step"] == "publish"
+    assert planned["samples"][0]["steps_kept"] == ["fetch_data", "transform"]
+
+    made = irq("retry", "--filter", "state:failed", "--from", "publish", "--yes",
+               "--reason", "warehouse fixed", "-o", "json", env=env)
+    assert made.code == 0, made.stdout + made.stderr
+    assert {r["target"]: r["outcome"] for r in json.loads(made.stdout)} == dict.fromkeys(
+        PIPELINES, "applied")
+    jobs = irq("jobs", "-o", "json", env=env)
+    (job,) = json.loads(jobs.stdout)
+    assert (job["action"], job["done"], job["failed"], job["from_step"]) == (
+        "retry", 3, 0, "publish")
+
+    def forks_completed() -> list[str]:
+        now = runs(env)
+        new = [rid for rid in now if rid not in PIPELINES and rid != "dbos:local/busy-1"]
+        return new if len(new) == 3 and all(now[r]["state"] == "completed" for r in new) \
+            else []
+
+    assert len(eventually(forks_completed, "three forks to complete")) == 3
+    lines = [line.split() for line in (work / "counts").read_text().splitlines()]
+    per_pipeline = {(p, s): sum(1 for line in lines if line == [p, s]) for p, s in lines}
+    for n in (1, 2, 3):  # each run's first two steps once, its failed step twice
+        assert [per_pipeline.get((f"pipeline-{n}", s)) for s in
+                ("fetch_data", "transform", "publish")] == [1, 1, 2], per_pipeline
+    audit = irq("audit", "-o", "json", env=env)
+    retried = [e["target"] for e in json.loads(audit.stdout)
+               if e["action"] == "retry" and e["outcome"] == "applied"]
+    assert sorted(retried) == PIPELINES
