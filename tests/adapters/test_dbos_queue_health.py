@@ -95,3 +95,26 @@ async def test_enqueued_work_nobody_takes_raises_no_workers_until_a_worker_liste
             worker.stop()
         await backend.close()
         client.destroy()
+
+
+async def test_a_burst_of_finished_runs_larger_than_a_page_is_read_whole(front_end: Path):
+    """Runs finishing faster than one page per poll (``finished_limit``) are all reported:
+    the watermark moves to the newest completion, so an unread rest would be lost for good."""
+    client = DBOSClient(system_database_url=f"sqlite:///{front_end}")
+    worker = start_worker(front_end, front_end.with_name("burst.log"), "burst")
+    try:
+        handles = [client.enqueue({"queue_name": "burst", "workflow_name": "make_report"},
+                                  f"b{i}") for i in range(12)]
+        for handle in handles:
+            assert client.retrieve_workflow(handle.workflow_id).get_result().startswith("b")
+        backend = open_backend(f"dbos+sqlite:///{front_end}?finished_limit=5",
+                               MemoryPauseLedger())
+        await backend.start()
+        try:
+            seen = {run.native_id for run in (await backend.observe()).runs}
+        finally:
+            await backend.close()
+        assert {h.workflow_id for h in handles} <= seen
+    finally:
+        worker.stop()
+        client.destroy()
