@@ -185,7 +185,8 @@ class AgentRun:
         else:  # suspension or a retryable error: Restate runs the handler again
             phase = "waiting"
         self.phase = phase
-        if phase in ("cancelled", "failed"):
+        if phase in ("completed", "cancelled", "failed"):  # the run is over: as on DBOS,
+            # what it does not keep past its end is released, not reported held forever
             for resource in self.resources:
                 if resource.on_cancel != "release" or resource.state == "released":
                     continue

@@ -373,8 +373,10 @@ def eval_runner(lane: int, gen: int, rng: random.Random) -> dict[str, Any]:
                 "id": f"eval-budget/{lane}",
                 "kind": "budget",
                 "on_pause": "keep",
-                "on_cancel": "keep",
-                "detail": "spent tokens stay spent",
+                # returned when the run ends (the spent tokens stay spent); a run that ends
+                # still holding it is a leak (irq leaks)
+                "on_cancel": "release",
+                "detail": "token budget for the suite",
             },
         ],
         "script": [_s(f"eval shard {s}/4", 6) for s in range(1, 5)] + [_s("aggregate", 3)],

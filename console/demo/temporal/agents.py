@@ -493,8 +493,8 @@ def eval_runner_plan(gen: int, rng: random.Random, locks: Path, scale: float) ->
             f"eval-budget/{suite}",
             "budget",
             "keep",
-            on_cancel="keep",
-            detail="spent tokens stay spent",
+            on_cancel="release",  # returned when the run ends; still held after: a leak
+            detail="token budget for the suite",
         ),
     ]
     shards = [[f"shard {s}/4", 45] for s in range(1, 5)] + [["aggregate", 8]]
