@@ -50,11 +50,8 @@ def retry_action_plan(run: Run, retry: RetryPlan) -> ActionPlan:
     result.unjournaled_effects = list(retry.unjournaled_effects)
     result.from_step = retry.from_step
     result.new_run = retry.new_run
-    if retry.unjournaled_effects:
-        result.warnings.append(
-            "side effects outside the journal happen twice: "
-            + "; ".join(retry.unjournaled_effects)
-        )
+    # the side effects that happen twice are ``unjournaled_effects`` (the CLI and the TUI
+    # show them as their own lines, in red); a warning repeating them said it all twice
     if retry.new_run:
         result.warnings.append(
             f"{run.id}'s failed execution stays in its history; the retry starts a new "
