@@ -1,7 +1,7 @@
 """TUI under load: 10,000 runs and 1,000 heartbeat events a second, through a real pty.
 
     python benchmarks/tui_render.py [--runs 10000] [--rate 1000] [--seconds 10]
-                                    [--sizes 80x24,200x50] [--profile DIR]
+                                    [--sizes 80x24,200x50] [--profile DIR] [--contend N]
 
 The console runs in a child process on a pseudo-terminal, exactly as over SSH: Textual's
 Linux driver, its real output. The child's data source feeds events through the client's own
@@ -18,6 +18,11 @@ reports:
   changes appears in the output (``s`` re-sorts 10,000 rows; ``?`` opens help);
 - CPU of the child (user+system seconds per wall second), resident memory (peak);
 - bytes written to the terminal per second.
+
+``--contend N`` measures under load on purpose: the child is pinned to one CPU with ``N``
+busy-looping processes beside it (so it gets at most ``1/(N+1)`` of that core, as on a
+machine whose load average is about ``2 * (N+1)``), for the whole measurement; the results
+file records ``contend``. Without it the load is whatever else the machine runs.
 
 Each terminal size runs in its own child, one after the other; the figures of every size go
 to ``benchmarks/results/tui.json`` (``--out``). ``--profile DIR`` runs each child under
@@ -50,7 +55,6 @@ sys.path.insert(0, str(ROOT))
 SYNC_QUERY = b"\x1b[?2026$p"
 SYNC_REPLY = b"\x1b[?2026;2$y"
 FRAME_START = b"\x1b[?2026h"
-SORT_ORDER = ["attention", "age", "id", "backend", "progress", "updated"]
 
 
 # ------------------------------------------------------------------------------ the child
@@ -153,6 +157,7 @@ def child_main(runs: int, rate: int, stats_path: Path, profile: Path | None = No
             profiler.last_session.save(str(profile.with_suffix(".pyisession")))
         stats_path.write_text(json.dumps({
             "batches_applied": app.redraws,
+            "flushes_deferred": getattr(getattr(app, "key_first", None), "deferred", 0),
             "events": source.events,
             "seconds": time.monotonic() - started,
         }))
@@ -241,6 +246,16 @@ def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
         command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
         close_fds=True)
     os.close(slave)
+    from console.tui.run_rows import SORT_CYCLE
+
+    sort_order = [key.value for key in SORT_CYCLE]  # `s` walks the app's own cycle
+    hogs: list[subprocess.Popen[bytes]] = []
+    if args.contend:
+        cpu = min(os.sched_getaffinity(0))
+        os.sched_setaffinity(child.pid, {cpu})
+        for _ in range(args.contend):
+            hogs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+            os.sched_setaffinity(hogs[-1].pid, {cpu})
     term = Terminal(master)
     try:
         term.press_and_wait(b"", b"sort attention", timeout=60)  # first full screen
@@ -259,7 +274,7 @@ def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
         }
         sort_lat: list[float] = []
         for i in range(1, args.presses + 1):
-            nxt = SORT_ORDER[i % len(SORT_ORDER)]
+            nxt = sort_order[i % len(sort_order)]
             sort_lat.append(term.press_and_wait(b"s", f"sort {nxt}".encode()))
             term.run_for(0.3)
         help_lat: list[float] = []
@@ -276,6 +291,9 @@ def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
             term.pump(0.05)  # keep reading: a child blocked writing to a full pty never exits
         child.wait(1)
     finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait(5)
         if child.poll() is None:
             child.kill()
             child.wait(5)
@@ -287,6 +305,7 @@ def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
         "size": f"{cols}x{rows}",
         "events_per_s": app_stats["events"] / app_stats["seconds"],
         "batches_per_s": app_stats["batches_applied"] / app_stats["seconds"],
+        "flushes_deferred_for_keys": app_stats.get("flushes_deferred", 0),
         "frames_per_s": steady["frames_per_s"],
         "bytes_per_s": steady["bytes_per_s"],
         "kib_per_s": steady["bytes_per_s"] / 1024,
@@ -305,7 +324,8 @@ def measure(args: argparse.Namespace, cols: int, rows: int) -> dict[str, Any]:
 
 def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
     print(f"irq TUI benchmark: {args.runs} runs, {args.rate} heartbeat events/s, "
-          f"{r['size']} pty, {args.seconds:g}s steady state")
+          f"{r['size']} pty, {args.seconds:g}s steady state"
+          + (f", pinned beside {args.contend} busy loops" if args.contend else ""))
     print(f"  events applied by the client   {r['events_per_s']:.0f}/s")
     print(f"  batches applied (redraws)      {r['batches_per_s']:.1f}/s (designed cap: 10/s)")
     print(f"  terminal frames                {r['frames_per_s']:.1f}/s")
@@ -343,6 +363,7 @@ def parent_main(args: argparse.Namespace) -> int:
         "runs": args.runs,
         "rate_per_s": args.rate,
         "seconds": args.seconds,
+        "contend": args.contend,
         "cpus": os.cpu_count(),
         "load_average_1m_5m": {"start": [round(v, 2) for v in load_start],
                                "end": [round(load1, 2), round(load5, 2)]},
@@ -365,6 +386,8 @@ def main() -> int:
                         help="terminal sizes, COLSxROWS, comma-separated")
     parser.add_argument("--size", dest="sizes", help="one terminal size (same as --sizes)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "tui.json")
+    parser.add_argument("--contend", type=int, default=0,
+                        help="pin the TUI to one CPU beside N busy loops (load on purpose)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="write a pyinstrument profile of each child into this folder")
     parser.add_argument("--profile-file", type=Path, help=argparse.SUPPRESS)

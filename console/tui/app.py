@@ -19,15 +19,17 @@ import asyncio
 import itertools
 import json
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import events, work
+from textual.actions import ActionParseResult
 from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -49,6 +51,7 @@ from console.tui.fleet_source import FleetSource, LiveSource, RecordedSource
 from console.tui.inert_text import InertControlCharacters
 from console.tui.job_board import JobProgress
 from console.tui.job_watch import JOB_ACTIONS, JobWatch
+from console.tui.key_priority import KeyFirst
 from console.tui.messages import FleetBatch, FleetChange, LagMeasured, StatusChanged
 from console.tui.obligation_book import overdue_count
 from console.tui.palette import IrqCommands
@@ -107,6 +110,7 @@ class IrqApp(SpanWritingApp):
         tick_interval: float = 1.0,
         ping_interval: float = 5.0,
         notify: NotifySettings | None = None,
+        key_first: KeyFirst | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -127,6 +131,8 @@ class IrqApp(SpanWritingApp):
         self.timeline: dict[str, list[tuple[datetime, RunState]]] = {}
         self._pending = FleetChange(runs=None)
         self._has_data = False
+        self.key_first = key_first or KeyFirst()  # flushes and ticks wait while a key is answered
+        self._tick_owed = False  # a tick put off for a key, run by the next free flush
         self.redraws = 0  # batches applied to the screen (for the benchmark)
         self.mutation_pending = False  # a plan/confirm/result flow is open
         self.animation_level = "none"  # over SSH: nothing moves that need not
@@ -242,10 +248,32 @@ class IrqApp(SpanWritingApp):
     def on_lag_measured(self, message: LagMeasured) -> None:
         self.lag_s = message.seconds
 
+    # ---------------------------------------------------------- keys first
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self.key_first.key_arrived()  # the redraw timers wait until it is answered
+        await super().on_event(event)
+
+    async def run_action(self, action: str | ActionParseResult,
+                         default_namespace: DOMNode | None = None,
+                         namespaces: Mapping[str, DOMNode] | None = None) -> bool:
+        try:
+            return await super().run_action(action, default_namespace, namespaces)
+        finally:
+            if self.key_first.holding:  # answered once the screen shows the action
+                self.call_after_refresh(self.key_first.settled)
+
     def _apply_pending(self) -> None:
+        if self._tick_owed and not self.key_first.holding:
+            self._tick_owed = False
+            self._tick_now()
         change = self._pending
         if change.empty:
+            self.key_first.nothing_waiting()
             return
+        if not self.key_first.may_flush():
+            return  # a key is in flight: these changes go out with the next flush
         self._pending = FleetChange()
         now = self.clock()
         snapshot = change.runs is None
@@ -260,6 +288,12 @@ class IrqApp(SpanWritingApp):
             self.gc_policy.rebase()
 
     def _tick(self) -> None:
+        if self.key_first.holding:  # ages can wait a flush interval; the key cannot
+            self._tick_owed = True
+            return
+        self._tick_now()
+
+    def _tick_now(self) -> None:
         self.gc_policy.tick()
         self.attention.tick()
         now = self.clock()

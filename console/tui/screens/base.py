@@ -93,6 +93,7 @@ class ViewScreen(Screen[None]):
     VIEW_NAME = ""
     BINDINGS = COMMON_BINDINGS
     ready = False  # composed and mounted: safe to push changes into
+    _kept_chrome: tuple[list[StatusHeader], list[AlertBar], list[JobBar]] | None = None
 
     @property
     def irq(self) -> IrqApp:
@@ -124,12 +125,24 @@ class ViewScreen(Screen[None]):
         self.refresh_bindings()
 
     def refresh_header(self) -> None:
-        for header in self.query(StatusHeader):
+        headers, bars, job_bars = self._chrome()
+        for header in headers:
             header.show(self.irq.header_info(self.VIEW_NAME))
-        for bar in self.query(AlertBar):
+        for bar in bars:
             bar.show(needing_attention(self.irq.view.alerts.values(), self.irq.clock()))
-        for job_bar in self.query(JobBar):
+        for job_bar in job_bars:
             job_bar.show(self.irq.job_watch.running)
+
+    def _chrome(self) -> tuple[list[StatusHeader], list[AlertBar], list[JobBar]]:
+        """The header, alert bar and job line, found once: three queries over every widget
+        (the footer's keys included) at each flush and tick were a fifth of a flush."""
+        kept = self._kept_chrome
+        if kept is not None and all(w.is_attached for part in kept for w in part):
+            return kept
+        found = (list(self.query(StatusHeader)), list(self.query(AlertBar)),
+                 list(self.query(JobBar)))
+        self._kept_chrome = found if any(found) else None
+        return found
 
     # ---------------------------------------------------- hooks for subclasses
 
