@@ -102,6 +102,9 @@ def runs_command(
 
     listing = with_gateway(conn, fetch, snapshot=False)
     contracts: list[dict[str, Any]] = listing.get("runs", [])
+    fields = listing.get("fields")
+    if fields:  # the gateway sends cached contracts in its own order; printed in the contract's
+        contracts = [{k: c[k] for k in fields} for c in contracts]
 
     _health_warnings(listing.get("backends", []))  # stderr, in every output format
 
@@ -116,7 +119,7 @@ def runs_command(
             next_steps.append("irq inbox")
         suggest(next_steps)
 
-    emit(output, contracts, text)
+    emit(output, contracts, text, decoded_json=True)
 
 
 def select_runs(
