@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from console.gateway.protocol import encode
-from console.model import Run
+from console.model import Run, RunState
 
 #: fields of a run's contract that change without a new run object (the beat fast path),
 #: with the time, or with what an agent's beats change (its cadence and timeout, the state,
@@ -53,7 +53,7 @@ class ContractCache:
             static = self.encode_static(run, now)
         if (at is AS_IS or at is run.heartbeat_at) and (
                 progress is AS_IS or progress == run.progress):
-            at, progress, view = run.heartbeat_at, run.progress, run
+            return static + _dynamic_tail(run.__dict__, run.suspected_state(now), now, self.iso)
         else:
             at = run.heartbeat_at if at is AS_IS else at
             progress = run.progress if progress is AS_IS else progress
@@ -82,6 +82,26 @@ class ContractCache:
 
     def drop(self, run_id: str) -> None:
         self.static.pop(run_id, None)
+
+
+def _dynamic_tail(f: dict[str, Any], suspected: RunState | None, now: datetime,
+                  iso: Callable[[datetime | None], str | None]) -> bytes:
+    """The CONTRACT_DYNAMIC fields of the run whose ``__dict__`` is ``f``, as
+    :meth:`ContractCache.encoded` appends them (the values ``Run.contract`` gives), read off
+    the run's fields directly: a snapshot of 100,000 runs spent most of its time here."""
+    at, seen = f["heartbeat_at"], f["observed_at"]
+    return b"," + encode({
+        "heartbeat_interval_s": f["heartbeat_interval_s"],
+        "heartbeat_timeout_s": f["heartbeat_timeout_s"], "warnings": f["warnings"],
+        "heartbeat_at": iso(at), "progress": f["progress"],
+        "state": f["state"].value, "updated_at": iso(f["updated_at"]),
+        # age_seconds, inlined
+        "heartbeat_age_s": None if at is None
+        else max(0.0, round((now - at).total_seconds(), 3)),
+        "observed_age_s": None if seen is None
+        else max(0.0, round((now - seen).total_seconds(), 3)),
+        "suspected_state": suspected.value if suspected is not None else None,
+    })[1:]
 
 
 def copy_run(run: Run, update: dict[str, Any]) -> Run:
