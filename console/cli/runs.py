@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 
 def _parse_states(values: list[str] | None) -> set[str]:
+    if not values:
+        return set()  # without importing the models (0.04 s of irq runs' start)
     from console.model import RunState
 
     known = {s.value for s in RunState}
