@@ -138,7 +138,11 @@ def _phases_child() -> None:
 
     listing = with_gateway(resolve_connection(), fetch, snapshot=False)
     marks["fetched"] = time.perf_counter()
-    text = dumps(listing["runs"], indent=2)
+    runs = listing["runs"]
+    fields = listing.get("fields")
+    if fields:  # as console/cli/runs.py prints them: in the contract's key order
+        runs = [{k: c[k] for k in fields} for c in runs]
+    text = dumps(runs, indent=2, decoded_json=True)
     marks["encoded"] = time.perf_counter()
     with open(os.devnull, "w") as sink:
         sink.write(text + "\n")
@@ -158,9 +162,9 @@ PHASES = {
     "interpreter": "python start-up (python -c pass)",
     "import": "imports (typer, the CLI, client, pydantic models, websockets)",
     "connect": "connect + hello until the welcome (no snapshot: a one-shot listing)",
-    "gateway_listing": "query runs: the gateway filters, builds contracts, encodes, sends",
+    "gateway_listing": "query runs: the gateway filters, joins cached contracts, sends",
     "decode_json": "decode the listing JSON (client, orjson)",
-    "encode_json": "encode the JSON document (indented, terminal-safe)",
+    "encode_json": "contract key order, encode the JSON document (indented, terminal-safe)",
     "write": "write it",
 }
 

@@ -14,22 +14,24 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from console.alert_model import Alert
-from console.model import (
-    Action,
-    AuditEntry,
-    BackendHealth,
-    CommandResult,
-    Decision,
-    Interrupt,
-    Run,
-    utcnow,
-)
-from console.policy.model import Obligation
 from console.prices import PriceTable
+
+if TYPE_CHECKING:  # the models are imported where they are used: a one-shot query
+    # (``irq runs -o json``) validates none, and their import was 0.08 s of its start
+    from console.alert_model import Alert
+    from console.model import (
+        Action,
+        AuditEntry,
+        BackendHealth,
+        CommandResult,
+        Decision,
+        Interrupt,
+        Run,
+    )
+    from console.policy.model import Obligation
 from console.protocol_version import PROTOCOL_VERSION as PROTOCOL_VERSION
 
 #: the largest message a client takes: a snapshot of 100,000 runs is ~75 MB
@@ -81,6 +83,10 @@ class FleetView:
     alerts: dict[str, Alert] = field(default_factory=dict)  # active and recently cleared
 
     def load_snapshot(self, frame: dict[str, Any]) -> None:
+        from console.alert_model import Alert
+        from console.model import BackendHealth, Interrupt, Run
+        from console.policy.model import Obligation
+
         self.epoch = frame.get("epoch", "")
         self.seq = int(frame.get("seq", 0))
         self.runs = {r["id"]: Run.model_validate(r) for r in frame.get("runs", [])}
@@ -102,6 +108,10 @@ class FleetView:
 
     def apply(self, event: dict[str, Any]) -> bool:
         """Apply one event; False when it was already applied (seq not newer)."""
+        from console.alert_model import Alert
+        from console.model import AuditEntry, BackendHealth, Interrupt, Run
+        from console.policy.model import Obligation
+
         seq = int(event.get("seq", 0))
         if seq and seq <= self.seq:
             return False
@@ -141,6 +151,11 @@ class FleetView:
     def pending_interrupts(self) -> list[Interrupt]:
         pending = [i for i in self.interrupts.values() if i.status == "pending"]
         return sorted(pending, key=lambda i: i.created_at)
+
+
+def utcnow() -> datetime:
+    """console.model.utcnow, without importing the models."""
+    return datetime.now(UTC)
 
 
 def decode_frame(raw: str | bytes) -> Any:
@@ -364,6 +379,8 @@ class GatewayClient:
         from_step: str | None = None,
         resource: str | None = None,
     ) -> list[CommandResult]:
+        from console.model import Action
+
         frame: dict[str, Any] = {
             "type": "command",
             "id": key or new_key(),
@@ -379,7 +396,7 @@ class GatewayClient:
         if resource is not None:  # release: the resource of the run to free
             frame["resource"] = resource
         answer = await self._request(frame)
-        return [CommandResult.model_validate(r) for r in answer.get("results", [])]
+        return _results(answer)
 
     async def named_command(
         self, action: str, targets: list[str], *, reason: str = "", key: str | None = None,
@@ -399,7 +416,7 @@ class GatewayClient:
             **(extra or {}),
         }
         answer = await self._request(frame)
-        return [CommandResult.model_validate(r) for r in answer.get("results", [])]
+        return _results(answer)
 
     async def job_command(
         self, action: str, targets: list[str], *, reason: str = "", key: str | None = None,
@@ -412,7 +429,7 @@ class GatewayClient:
                                  "targets": targets, "reason": reason}
         frame.update({k: v for k, v in fields.items() if v is not None})
         answer = await self._request(frame)
-        return [CommandResult.model_validate(r) for r in answer.get("results", [])]
+        return _results(answer)
 
     async def query(self, what: str, **params: Any) -> Any:
         frame = {"type": "query", "id": new_key(), "what": what}
@@ -434,6 +451,13 @@ class GatewayClient:
         """Next batch of applied events (``[{'kind': 'snapshot'}]`` after a snapshot);
         None when the connection has closed."""
         return await self._updates.get()
+
+
+def _results(answer: dict[str, Any]) -> list[CommandResult]:
+    """A ``result`` frame's command results."""
+    from console.model import CommandResult
+
+    return [CommandResult.model_validate(r) for r in answer.get("results", [])]
 
 
 def _error_from_frame(frame: dict[str, Any]) -> GatewayError:

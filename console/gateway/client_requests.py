@@ -43,6 +43,7 @@ from console.gateway.protocol import (
 from console.gateway.refusals import RefusalLedger
 from console.gateway.release_commands import ReleaseRefusal
 from console.gateway.retry_commands import RetryRefusal
+from console.gateway.run_listing import listing_frame
 from console.gateway.settings import GatewaySettings
 from console.gateway.socket import GatewaySocket
 from console.gateway.webhooks import Webhooks
@@ -123,8 +124,11 @@ class ClientRequests:
             elif isinstance(msg, Query):
                 if msg.what == "notify_test" and who.role != Role.ADMIN:
                     raise FrameError("forbidden", "notify_test needs an admin token", msg.id)
-                data = await self.answer(msg)
-                await ws.send(dumps({"type": "answer", "id": msg.id, "data": data}))
+                if msg.what == "runs":  # the runs' cached contracts, joined (run_listing.py)
+                    await ws.send(listing_frame(self.hub, msg, utcnow()), text=True)
+                else:
+                    data = await self.answer(msg)
+                    await ws.send(dumps({"type": "answer", "id": msg.id, "data": data}))
                 sent["answer"] += 1
             elif isinstance(msg, Ping):
                 await ws.send(dumps({"type": "pong", "id": msg.id}))

@@ -25,6 +25,7 @@ from console.gateway.protocol import (
 from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
 from console.gateway.shared_frames import EVENTS_PER_FRAME, SharedFrames, send_large
+from console.gateway.snapshot_pages import SnapshotPages
 from console.gateway.socket import GatewaySocket, Message
 
 SERVER_NAME = "irq-gateway/0.1"
@@ -61,6 +62,7 @@ class ClientSessions:
         flusher: asyncio.Task[None] | None = None
         flt, compact = hello.filter, hello.beats == "compact"
         replay = None
+        first: bytes | SnapshotPages | None
         if hello.since is not None and hello.epoch == self.hub.epoch:
             replay = self.hub.events_since(hello.since)
         if replay is not None:

@@ -8,7 +8,7 @@ module does not import websockets.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
 #: what one message is: text (``str``) or binary (``bytes``)
 Message = str | bytes
-#: what may be sent: a message, or a message in fragments (a large snapshot)
-Sendable = str | bytes | Iterable[bytes | memoryview]
+#: what may be sent: a message, or a message in fragments (a large snapshot, also as it is
+#: built)
+Sendable = str | bytes | Iterable[bytes | memoryview] | AsyncIterable[bytes]
 
 
 class HandshakeRequest(Protocol):
