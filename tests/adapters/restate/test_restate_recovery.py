@@ -101,7 +101,9 @@ async def test_backing_off_shows_attempts_and_irq_pause_is_not_given_up(
 
     async def retrying() -> Run | None:
         run = await adapter.get_run(inv)
-        return run if run.retrying and run.retrying.attempt >= 3 else None
+        # between attempts (an attempt in progress is retrying too, with no next time)
+        backing_off = run.state is RunState.BACKING_OFF
+        return run if backing_off and run.retrying and run.retrying.attempt >= 3 else None
 
     run = await until(retrying, "a third attempt scheduled")
     assert run.state is RunState.BACKING_OFF and run.retrying is not None
