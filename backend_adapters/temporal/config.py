@@ -19,6 +19,9 @@ parameter          meaning                                                     d
 ``tls_verify``     ``false`` disables certificate verification                  true
 ``query``          extra visibility filter, e.g. ``TaskQueue='agents'``         none
 ``closed_window``  seconds a closed run keeps being reported                    300
+``failed_window``  seconds a failed, timed-out, terminated or canceled run      86400
+                   keeps being reported (listed on each full list, so a gateway
+                   started in the morning shows last night's failures)
 ``relist``         seconds between full lists of running workflows (between     30
                    them: started / closed / waiting since the last list)
 ``identity``       identity sent to Temporal with every command                 irq-console
@@ -59,6 +62,7 @@ class TemporalConfig:
     timeout_s: float = 5.0
     visibility_filter: str = ""
     closed_window_s: float = 300.0
+    failed_window_s: float = 86_400.0
     relist_s: float = 30.0
     identity: str = "irq-console"
     page_size: int = 1000
@@ -116,6 +120,7 @@ class TemporalConfig:
             timeout_s=number("timeout", 5.0, 0.1),
             visibility_filter=params.pop("query", ""),
             closed_window_s=number("closed_window", 300.0, 0.0),
+            failed_window_s=number("failed_window", 86_400.0, 0.0),
             relist_s=number("relist", 30.0, 0.0),
             identity=params.pop("identity", "irq-console"),
             page_size=int(number("page_size", 1000, 1)),

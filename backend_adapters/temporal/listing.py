@@ -23,6 +23,14 @@ LIST_SLACK_S = 10.0
 #: the rest
 LISTING_SHARE = 0.5
 _CLOSED_QUERY = "ExecutionStatus != 'Running' AND CloseTime > '{}'"
+#: closed runs an operator still has to look at (``failed_window``): kept far longer than
+#: completed ones, which need nothing and would crowd the listing
+_ATTENTION_QUERY = (
+    "ExecutionStatus IN ('Failed','TimedOut','Terminated','Canceled') AND CloseTime > '{}'"
+)
+ATTENTION_STATUSES = frozenset(
+    f"WORKFLOW_EXECUTION_STATUS_{s}" for s in ("FAILED", "TIMED_OUT", "TERMINATED", "CANCELED")
+)
 
 
 class WorkflowListing:
@@ -54,6 +62,7 @@ class WorkflowListing:
         """
         mono = time.monotonic()
         window_start = now - timedelta(seconds=self._config.closed_window_s)
+        attention_start = now - timedelta(seconds=self._config.failed_window_s)
         missing: list[str] = []
         full = self._full_listed_mono is None or (
             mono - self._full_listed_mono >= self._config.relist_s
@@ -66,20 +75,24 @@ class WorkflowListing:
             return missing  # listed recently enough for the budget: describes go first
         self._listed_mono = mono
         if full:
-            missing = await self._full(now, window_start)
+            missing = await self._full(now, window_start, attention_start)
             self._full_listed_mono = mono
         else:
             await self._incremental(now)
         observed = self._observed
         for wid, info in list(observed.closed.items()):
             closed_at = parse_time(info.get("closeTime"))
-            if closed_at is not None and closed_at < window_start:
+            if closed_at is None or closed_at >= window_start:
+                continue
+            if info.get("status") not in ATTENTION_STATUSES or closed_at < attention_start:
                 del observed.closed[wid]
         observed.listed_at = now
         return missing
 
-    async def _full(self, now: datetime, window_start: datetime) -> list[str]:
-        """The full list of running workflows and the closed window; the ids that left."""
+    async def _full(
+        self, now: datetime, window_start: datetime, attention_start: datetime
+    ) -> list[str]:
+        """The full list of running workflows and the closed windows; the ids that left."""
         config, visibility, observed = self._config, self._visibility, self._observed
         running = await visibility.list(visibility.query(RUNNING_QUERY), limit=config.max_runs)
         self.truncated = visibility.last_truncated
@@ -88,6 +101,11 @@ class WorkflowListing:
             # failed runs (benchmarks/bulk_retry.py) saw 500 of them with a fixed 500
             closed = await visibility.list(
                 visibility.query(_CLOSED_QUERY.format(window_start.isoformat())),
+                limit=config.max_runs,
+            )
+        if config.failed_window_s > config.closed_window_s:  # one call more per full list
+            closed += await visibility.list(
+                visibility.query(_ATTENTION_QUERY.format(attention_start.isoformat())),
                 limit=config.max_runs,
             )
         previously = set(observed.listed)

@@ -167,6 +167,39 @@ async def test_a_failed_run_shows_its_error_and_a_retry_reruns_only_the_failed_s
         await fresh.close()
 
 
+async def test_a_failed_run_outlives_the_closed_window_in_a_freshly_started_adapter(
+    temporal_server: DevServer, worker: ChildProcess, queue: str, tmp_path: Path
+) -> None:
+    flag, tally = tmp_path / "flag", tmp_path / "counts"
+    failed, done = f"late-failed-{queue}", f"late-done-{queue}"
+    temporal_server.start_workflow(
+        done, "ThreeSteps", queue, {"counts": str(tally), "flag": str(flag)}
+    )
+    temporal_server.result(done)
+    flag.touch()
+    temporal_server.start_workflow(
+        failed, "ThreeSteps", queue, {"counts": str(tally), "flag": str(flag)}
+    )
+    temporal_server.result(failed)
+    await asyncio.sleep(1.5)  # both closed longer ago than closed_window=1
+
+    async def fresh_ids(**window: float) -> dict[str, Run]:
+        url = temporal_server.backend_url(
+            rps=100, query=f"TaskQueue='{queue}'", closed_window=1, **window
+        )
+        adapter = open_backend(url, MemoryPauseLedger())
+        await adapter.start()
+        try:
+            return {r.native_id: r for r in (await adapter.observe()).runs}
+        finally:
+            await adapter.close()
+
+    seen = await fresh_ids()  # the default failed window: a day
+    assert failed in seen and seen[failed].state is RunState.FAILED
+    assert done not in seen  # completed runs still age out after closed_window
+    assert failed not in await fresh_ids(failed_window=1)
+
+
 async def test_an_activity_retried_forever_shows_a_growing_attempt_and_retry_is_refused(
     temporal_server: DevServer, worker: ChildProcess, queue: str
 ) -> None:
