@@ -50,6 +50,7 @@ from backend_adapters.temporal.observer import TemporalObserver
 from backend_adapters.temporal.request_budget import RefreshPlanner, TokenBucket
 from backend_adapters.temporal.retry import WorkflowRetry
 from backend_adapters.temporal.state_mapping import BACKEND
+from backend_adapters.temporal.superseded_runs import SupersededRuns
 from backend_adapters.temporal.task_queue_pollers import TaskQueuePollers
 from backend_adapters.temporal.visibility import Visibility
 from console.model import Decision, Heartbeat, Interrupt, InterruptKind, JournalStep, Run
@@ -78,7 +79,13 @@ class TemporalBackend:
         self._discovery = InterruptDiscovery(
             self._connection, config, self.bucket, visibility, observed
         )
-        self._listing = WorkflowListing(config, visibility, self._discovery, observed)
+        self._listing = WorkflowListing(
+            config,
+            visibility,
+            self._discovery,
+            observed,
+            SupersededRuns(self._connection, self.bucket),
+        )
         describer = WorkflowDescriber(self._connection, self.bucket, self.planner, observed)
         self._native = NativeWaits(self._connection, config, self.bucket, self.planner, observed)
         self._observer = TemporalObserver(

@@ -14,6 +14,7 @@ from backend_adapters.temporal.observed_workflows import (
     newest_runs,
 )
 from backend_adapters.temporal.payloads import parse_time
+from backend_adapters.temporal.superseded_runs import SupersededRuns
 from backend_adapters.temporal.visibility import RUNNING_QUERY, Visibility
 
 #: visibility is updated asynchronously: incremental queries look back this far
@@ -42,8 +43,10 @@ class WorkflowListing:
         visibility: Visibility,
         discovery: InterruptDiscovery,
         observed: ObservedWorkflows,
+        superseded: SupersededRuns,
     ) -> None:
         self._config = config
+        self._superseded = superseded
         self._visibility = visibility
         self._discovery = discovery
         self._observed = observed
@@ -86,6 +89,7 @@ class WorkflowListing:
                 continue
             if info.get("status") not in ATTENTION_STATUSES or closed_at < attention_start:
                 del observed.closed[wid]
+        await self._superseded.drop(observed.closed, window_start, attention_start)
         observed.listed_at = now
         return missing
 

@@ -171,17 +171,18 @@ async def test_a_failed_run_outlives_the_closed_window_in_a_freshly_started_adap
     temporal_server: DevServer, worker: ChildProcess, queue: str, tmp_path: Path
 ) -> None:
     flag, tally = tmp_path / "flag", tmp_path / "counts"
-    failed, done = f"late-failed-{queue}", f"late-done-{queue}"
-    temporal_server.start_workflow(
-        done, "ThreeSteps", queue, {"counts": str(tally), "flag": str(flag)}
-    )
+    params = {"counts": str(tally), "flag": str(flag)}
+    failed, done, healed = (f"late-{k}-{queue}" for k in ("failed", "done", "healed"))
+    temporal_server.start_workflow(done, "ThreeSteps", queue, params)
     temporal_server.result(done)
     flag.touch()
-    temporal_server.start_workflow(
-        failed, "ThreeSteps", queue, {"counts": str(tally), "flag": str(flag)}
-    )
-    temporal_server.result(failed)
-    await asyncio.sleep(1.5)  # both closed longer ago than closed_window=1
+    for wid in (failed, healed):
+        temporal_server.start_workflow(wid, "ThreeSteps", queue, params)
+        temporal_server.result(wid)
+    flag.unlink()  # healed is started again under the same id, and completes
+    temporal_server.start_workflow(healed, "ThreeSteps", queue, params)
+    temporal_server.result(healed)
+    await asyncio.sleep(1.5)  # all closed longer ago than closed_window=1
 
     async def fresh_ids(**window: float) -> dict[str, Run]:
         url = temporal_server.backend_url(
@@ -190,6 +191,7 @@ async def test_a_failed_run_outlives_the_closed_window_in_a_freshly_started_adap
         adapter = open_backend(url, MemoryPauseLedger())
         await adapter.start()
         try:
+            await adapter.observe()  # the second poll sees every old run checked
             return {r.native_id: r for r in (await adapter.observe()).runs}
         finally:
             await adapter.close()
@@ -197,6 +199,7 @@ async def test_a_failed_run_outlives_the_closed_window_in_a_freshly_started_adap
     seen = await fresh_ids()  # the default failed window: a day
     assert failed in seen and seen[failed].state is RunState.FAILED
     assert done not in seen  # completed runs still age out after closed_window
+    assert healed not in seen  # its failure was replaced by a newer, completed run
     assert failed not in await fresh_ids(failed_window=1)
 
 
