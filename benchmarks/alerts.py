@@ -250,12 +250,20 @@ def _serve(port: int, home: str, cfg: dict[str, Any], t0: Any, out: Any) -> None
         ev.sources = [timed(f"source:{getattr(s, '__name__', 'extra')}", s)
                       for s in ev.sources]
         ev.store.active = timed("journal:active", ev.store.active)  # type: ignore[method-assign]
-        tick = timed("tick", ev.tick)
+        # a tick is two halves since the journal work left the loop: the sources on the event
+        # loop ("tick": what the loop waits for) and ``apply`` on a worker thread; off, both
+        # do nothing (no source walks the runs, no journal work)
+        on_loop = timed("tick", ev.conditions)
+        apply = ev.apply
 
-        def switchable() -> list[Any]:
-            return tick() if enabled[0] else []
+        def switchable_conditions() -> dict[str, Any]:
+            return on_loop() if enabled[0] else {}
 
-        ev.tick = switchable  # type: ignore[method-assign]
+        def switchable_apply(seen: dict[str, Any], now: Any) -> list[Any]:
+            return apply(seen, now) if enabled[0] else []
+
+        ev.conditions = switchable_conditions  # type: ignore[method-assign]
+        ev.apply = switchable_apply  # type: ignore[method-assign]
         await gw.start()
         loop = asyncio.get_running_loop()
 
