@@ -8,7 +8,7 @@ the CLI shows that and confirms (default No), the gateway runs it, audits it (ac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,7 +27,7 @@ from console.cli.options import (
 )
 from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
 from console.cli.results import print_results, render_plan
-from console.cli.session import connection_of, expand_run_id, with_gateway
+from console.cli.session import connection_of, expand_run_id, plan_one_run, with_gateway
 
 if TYPE_CHECKING:
     from console.client import GatewayClient
@@ -49,15 +49,6 @@ ForceOption = Annotated[
                  "release it itself (the run may still be using it).", show_default=False),
 ]
 
-
-async def _plan(client: GatewayClient, query: str, resource: str
-                ) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
-    target = expand_run_id(client.view, query)
-    plan = await client.query("plan", action="release", targets=[target], resource=resource)
-    if not isinstance(plan, dict):
-        fail(ExitCode.FAILED, "the gateway answered nonsense to a release plan query")
-    run = client.view.runs.get(target)
-    return target, plan, ({target: run.contract()} if run is not None else {})
 
 
 def _next_steps(target: str, results: list[CommandResult]) -> list[str]:
@@ -89,7 +80,8 @@ def release_command(
     conn = connection_of(ctx, url, token, context)
     refuse_unconfirmable(conn, "release", yes=yes, dry_run=dry_run)
     if dry_run or not yes:
-        target, plan, runs = with_gateway(conn, lambda c: _plan(c, run, resource))
+        target, plan, runs = with_gateway(
+            conn, lambda c: plan_one_run(c, run, "release", resource=resource))
         if dry_run:
             emit(output, plan, lambda: render_plan(plan, stdout_console(), runs=runs))
             if output is OutputFormat.TEXT:

@@ -10,7 +10,7 @@ do instead; the gateway decides that (console/retry_rules.py), the CLI only show
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -36,7 +36,7 @@ from console.cli.options import (
 )
 from console.cli.output import OutputFormat, emit, stderr_console, stdout_console, suggest
 from console.cli.results import print_results, render_plan
-from console.cli.session import connection_of, expand_run_id, with_gateway
+from console.cli.session import connection_of, expand_run_id, plan_one_run, with_gateway
 from console.cli.wait import refuse_bad_wait
 
 if TYPE_CHECKING:
@@ -66,15 +66,6 @@ FromStepOption = Annotated[
 ]
 
 
-async def _plan(client: GatewayClient, query: str, from_step: str | None
-                ) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
-    target = expand_run_id(client.view, query)
-    plan = await client.query("plan", action="retry", targets=[target], from_step=from_step)
-    if not isinstance(plan, dict):
-        fail(ExitCode.FAILED, "the gateway answered nonsense to a retry plan query")
-    run = client.view.runs.get(target)
-    return target, plan, ({target: run.contract()} if run is not None else {})
-
 
 def _next_steps(target: str, results: list[CommandResult]) -> list[str]:
     applied = [r for r in results if r.outcome == "applied"]
@@ -89,7 +80,8 @@ def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str,
               wait_s: float | None) -> None:
     refuse_unconfirmable(conn, "retry", yes=yes, dry_run=dry_run)
     if dry_run or not yes:
-        target, plan, runs = with_gateway(conn, lambda c: _plan(c, run, from_step))
+        target, plan, runs = with_gateway(
+            conn, lambda c: plan_one_run(c, run, "retry", from_step=from_step))
         if dry_run:
             emit(output, plan, lambda: render_plan(plan, stdout_console(), runs=runs))
             if output is OutputFormat.TEXT:

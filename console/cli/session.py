@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -200,3 +200,16 @@ def expand_run_ids(view: FleetView, queries: Iterable[str]) -> list[str]:
         if run_id not in out:
             out.append(run_id)
     return out
+
+
+async def plan_one_run(client: GatewayClient, query: str, action: str, **extra: Any
+                       ) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
+    """The gateway's plan of ``action`` on the one run ``query`` names (``irq retry``,
+    ``irq release``): the run id, the plan, and the run's contract for the plan's rendering.
+    ``extra``: the action's own query fields (``from_step``, ``resource``)."""
+    target = expand_run_id(client.view, query)
+    plan = await client.query("plan", action=action, targets=[target], **extra)
+    if not isinstance(plan, dict):
+        fail(ExitCode.FAILED, f"the gateway answered nonsense to a {action} plan query")
+    run = client.view.runs.get(target)
+    return target, plan, ({target: run.contract()} if run is not None else {})
