@@ -99,13 +99,13 @@ def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str,
 
     if wait_s is not None:  # subscribed: wait for the run that carries the work
         from console.cli.bulk import finish
-        from console.cli.wait import wait_for_effects
+        from console.cli.wait import run_mark, wait_for_effects
 
         async def act_and_wait(client: GatewayClient) -> tuple[list[CommandResult],
                                                                list[Waited]]:
             # the run as seen before: its failed state is not the outcome of a retry that
             # keeps its id
-            before = {r.id: r.updated_at for r in client.view.runs.values()}
+            before = {r.id: run_mark(r) for r in client.view.runs.values()}
             results = await act(client)
             carriers = [r.new_run_id or r.target for r in results if r.outcome == "applied"]
             # a replayed retry happened earlier: whatever the view shows now is its effect

@@ -30,6 +30,7 @@ from console.cli.output import OutputFormat, esc, make_table, print_table, style
 
 if TYPE_CHECKING:
     from console.client import FleetView, GatewayClient
+    from console.model import Run
 
 T = TypeVar("T")
 
@@ -175,16 +176,28 @@ class Progress:
             self.live.stop()
 
 
+#: a run's state and its failure's time and message: what a retry in place must change
+RunMark = tuple[str, "datetime | None", str]
+
+
+def run_mark(run: Run) -> RunMark:
+    """What tells a run after a retry in place from the same run before it."""
+    error = run.error
+    return (run.state.value, error.at if error else None, error.message if error else "")
+
+
 async def wait_for_effects(
     client: GatewayClient, action: str, targets: Iterable[str], timeout_s: float,
-    *, seen_before: Mapping[str, datetime] | None = None,
+    *, seen_before: Mapping[str, RunMark] | None = None,
 ) -> list[Waited]:
     """Watch the client's subscription until every target shows its effect or time is up.
 
     ``seen_before``: a target's run as the view showed it before the command (its
-    ``updated_at``); while the view still shows that observation it is not the command's
-    effect. A retry that keeps the run's id (a Temporal reset) answers before the delta with
-    the new run reaches the client, and the failed state from before is no outcome."""
+    :func:`run_mark`); while the view still shows that state and that failure it is not the
+    command's effect. A retry that keeps the run's id (a Temporal reset) answers before the
+    delta with the new run reaches the client, and a poll may touch the replaced run again in
+    between (a new ``updated_at``, the same failure), so the failed state from before is no
+    outcome until the state or the failure itself changed."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -196,8 +209,8 @@ async def wait_for_effects(
     def sweep() -> None:
         for target in list(pending):
             run = client.view.runs.get(target)
-            if seen_before and run is not None and run.updated_at == seen_before.get(target):
-                continue  # not observed since the command
+            if seen_before and run is not None and run_mark(run) == seen_before.get(target):
+                continue  # the run as it was before the command
             waited = check_target(client.view, action, target)
             if waited is not None:
                 waited.seconds = round(loop.time() - start, 2)
