@@ -55,6 +55,8 @@ SNAPSHOT_HEAD = re.compile(r'\{"type":"snapshot","epoch":"([^"]*)","seq":(\d+)')
 #: an event's head in an events frame (inside a JSON string a quote is escaped: no match)
 EVENT_HEAD = re.compile(r'\{"seq":(\d+),"kind":"(\w+)"')
 BEAT_AT = re.compile(r'"heartbeat_at":"([^"]+)"')
+#: a client that fell behind gets its beats shed: one marker per run of them (seq = the last)
+SHED = re.compile(r'\{"seq":(\d+),"kind":"shed","data":\{"from":(\d+),"beats":(\d+)\}\}')
 INTERVAL_S = 5.0  # every run beats about every runs/rate seconds; announced cadence
 TIMEOUT_S = 12.0  # late after 7.5 s of silence, lost after 12 s
 SILENCE_WINDOW_S = 15.0  # a rotating slice of runs is silent for this long
@@ -104,7 +106,8 @@ def native_id(i: int) -> str:
 # ---------------------------------------------------------------------------- processes
 
 
-def _serve(port: int, home: str, runs: int, profile: str | None = None) -> None:
+def _serve(port: int, home: str, runs: int, profile: str | None = None,
+           shed_after_s: float | None = None) -> None:
     """The gateway; ``profile``: a path where pyinstrument's report over the whole run goes
     (written on SIGUSR1, which the benchmark sends before it stops the gateway)."""
     import signal
@@ -120,7 +123,8 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None) -> None:
         profiler.start()
 
     async def main() -> None:
-        gw = Gateway(GatewaySettings(port=port, home=Path(home)))
+        extra = {} if shed_after_s is None else {"shed_after_s": shed_after_s}
+        gw = Gateway(GatewaySettings(port=port, home=Path(home), **extra))
         gw.add_backend("bench:local", SyntheticBackend(runs))  # type: ignore[arg-type]
         await gw.start()
         done = asyncio.Event()
@@ -249,6 +253,7 @@ class Client:
         self.epoch, self.seq = "", 0
         self.latencies: list[float] = []
         self.gaps = 0
+        self.shed = 0  # beats the gateway shed for this client (it was behind)
         self.snapshots = 0
         self.replays = 0
         self.events = 0
@@ -338,11 +343,20 @@ class Client:
         if not heads:
             return
         first, last = int(heads[0][1]), int(heads[-1][1])
-        if first == self.seq + 1 and last - first + 1 == len(heads):
+        shed = {int(m[1]): (int(m[2]), int(m[3])) for m in SHED.finditer(raw)} \
+            if '"kind":"shed"' in raw else {}
+        if not shed and first == self.seq + 1 and last - first + 1 == len(heads):
             self.seq, self.events = last, self.events + len(heads)  # contiguous, in order
         else:
             for head in heads:
-                self._advance(int(head[1]))
+                seq = int(head[1])
+                if seq in shed:  # stands for the beats from..seq: no gap if it follows
+                    start, beats = shed[seq]
+                    self.shed += beats
+                    if seq > self.seq and start == self.seq + 1:
+                        self.seq = seq
+                        continue
+                self._advance(seq)
         times = BEAT_AT.findall(raw)
         if times:
             newest = max(times)
@@ -409,7 +423,7 @@ def _clients(url: str, token: str, counts: list[int], seconds: float, storm: boo
             out.put(("phase", count, time.monotonic(),
                      [lat for c in clients for lat in c.latencies],
                      [a for c in clients for a in c.ages],
-                     sum(c.gaps for c in clients)))
+                     sum(c.gaps for c in clients), sum(c.shed for c in clients)))
         if storm:
             before = [c.seq for c in clients]
             t0 = time.monotonic()
@@ -508,6 +522,8 @@ def main() -> None:
     ap.add_argument("--agents", type=int, default=2, help="agent connections")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--quick", action="store_true", help="10,000 runs, 2,000 beats/s, 5 s")
+    ap.add_argument("--shed-after", type=float, default=None, metavar="SECONDS",
+                    help="the gateway's shed_after_s (0: never shed beats; default: its own)")
     ap.add_argument("--profile", type=Path, default=None, metavar="PATH",
                     help="run the gateway under pyinstrument and write its report to PATH "
                          "(text) and PATH with .html")
@@ -530,7 +546,7 @@ def main() -> None:
     profile = str(args.profile.resolve()) if args.profile else None
     if profile:
         Path(profile).unlink(missing_ok=True)
-    gateway = spawn.Process(target=_serve, args=(port, home, args.runs, profile), daemon=True)
+    gateway = spawn.Process(target=_serve, args=(port, home, args.runs, profile, args.shed_after), daemon=True)
     gateway.start()
     _wait_port(port)
     t_ready = time.monotonic()
@@ -558,11 +574,12 @@ def main() -> None:
     while True:
         msg = out.get(timeout=300)
         if msg[0] == "phase_start":
+            begun = _stats(url, viewer)
             started[msg[1]] = (time.monotonic(), _cpu_seconds(gateway.pid),
-                               _stats(url, viewer)["beats_accepted"])
+                               begun["beats_accepted"], begun.get("updates_shed", 0))
         elif msg[0] == "phase":
-            count, _t, lats, ages, gaps = msg[1], msg[2], msg[3], msg[4], msg[5]
-            t0, cpu0, beats0 = started[count]
+            count, _t, lats, ages, gaps, seen_shed = msg[1:7]
+            t0, cpu0, beats0, shed0 = started[count]
             stats = _stats(url, viewer)
             wall = time.monotonic() - t0
             rss_peak = max(rss_peak, _rss_mb(gateway.pid))
@@ -575,6 +592,9 @@ def main() -> None:
                 "beat_age_p99_s": _pct(ages, 0.99),
                 "cpu_pct": 100 * (_cpu_seconds(gateway.pid) - cpu0) / wall,
                 "gaps": gaps, "resyncs": stats.get("client_resyncs", 0),
+                # beat events not sent to clients that were behind (the gateway's count
+                # over the phase; the clients' markers since they connected)
+                "shed": stats.get("updates_shed", 0) - shed0, "shed_seen": seen_shed,
             }
         elif msg[0] == "storm":
             storm = {"clients": msg[1], "all_current_s": msg[2], "current": msg[3],
@@ -646,14 +666,15 @@ def main() -> None:
     print(f"  load before: {load_before}")
     print(f"  load after:  {load_after}")
     print(f"  {'clients':>7} {'ingest/s':>9} {'state changes':>13} {'p50 ms':>7} "
-          f"{'p99 ms':>7} {'beat age p99':>12} {'CPU %':>6} {'gaps':>5} {'resyncs':>7}")
+          f"{'p99 ms':>7} {'beat age p99':>12} {'CPU %':>6} {'gaps':>5} {'resyncs':>7} "
+          f"{'beats shed':>10}")
     for count in counts:
         p = phases[count]
         age = p["beat_age_p99_s"]
         print(f"  {count:>7} {p['ingest_per_s']:>9.0f} {p['state_changes']:>13} "
               f"{p['p50_ms']:>7} {p['p99_ms']:>7} "
               f"{('-' if age is None else f'{age:.2f} s'):>12} {p['cpu_pct']:>6.0f} "
-              f"{p['gaps']:>5} {p['resyncs']:>7}")
+              f"{p['gaps']:>5} {p['resyncs']:>7} {p['shed']:>10}")
     print(f"  gateway RSS {rss:.0f} MB (peak {rss_peak:.0f} MB; {rss_idle:.0f} MB with the "
           f"runs indexed, before any beat) = {rss * 1024 / args.runs:.2f} KiB per run")
     print(f"  baseline (plain websockets broadcast of the same frames to 10 clients): "
@@ -680,6 +701,7 @@ def main() -> None:
         "state_changes": {str(c): p["state_changes"] for c, p in phases.items()},
         "beat_age_p99_s": {str(c): p["beat_age_p99_s"] for c, p in phases.items()},
         "cpu_pct": {str(c): round(p["cpu_pct"], 1) for c, p in phases.items()},
+        "beats_shed": {str(c): p["shed"] for c, p in phases.items()},
         "rss_mb": round(rss, 1),
         "rss_peak_mb": round(rss_peak, 1),
         "rss_indexed_mb": round(rss_idle, 1),

@@ -9,6 +9,7 @@ import contextlib
 from collections import Counter
 
 from console.gateway.auth import Principal
+from console.gateway.beat_shedding import BeatShedding
 from console.gateway.budgets import IdentityBuckets, TokenBucket
 from console.gateway.client_requests import ClientRequests
 from console.gateway.gateway_metrics import FrameCounts
@@ -36,11 +37,15 @@ class ClientSessions:
 
     def __init__(self, settings: GatewaySettings, hub: Hub, frames: SharedFrames,
                  requests: ClientRequests, refusals: RefusalLedger,
-                 counters: Counter[str], *, counts: FrameCounts | None = None) -> None:
-        """``counts``: frames received and sent, by type (for ``/metrics``)."""
+                 counters: Counter[str], *, counts: FrameCounts | None = None,
+                 shedding: BeatShedding | None = None) -> None:
+        """``counts``: frames received and sent, by type (for ``/metrics``); ``shedding``:
+        whether a client that fell behind is sent its state changes only."""
         self.settings, self.hub, self.frames, self.requests = settings, hub, frames, requests
         self.refusals, self.counters = refusals, counters
         self.counts = counts if counts is not None else FrameCounts()
+        self.shedding = shedding if shedding is not None else BeatShedding(
+            hub.events.marks, settings.shed_after_s)
         self.identity_budget = IdentityBuckets(settings.client_identity_frames_per_s,
                                                settings.client_identity_frames_burst)
 
@@ -135,9 +140,10 @@ class ClientSessions:
     async def flush(self, ws: GatewaySocket, sub: Subscriber, wake: asyncio.Event) -> None:
         """Send a subscriber what the hub published after its cursor: state events within
         ``state_flush_s``, beats batched every ``flush_interval_s``. One send at a time:
-        a client that does not read blocks only its own flusher, its cursor stays behind,
-        and past ``max_client_lag`` events (or off the log) it gets a fresh snapshot
-        instead of the backlog."""
+        a client that does not read blocks only its own flusher, its cursor stays behind;
+        more than ``shed_after_s`` behind it is sent its backlog's state changes without
+        the beats (beat_shedding.py), and past ``max_client_lag`` events (or off the log)
+        it gets a fresh snapshot instead of the backlog."""
         while True:
             await wake.wait()
             if not sub.urgent:
@@ -153,6 +159,7 @@ class ClientSessions:
             wake.clear()
             sub.urgent = False
             while True:
+                shedding = self.shedding.judge(sub)
                 events = self.hub.take(sub, EVENTS_PER_FRAME)
                 if events is None:
                     sub.resyncs += 1
@@ -164,7 +171,12 @@ class ClientSessions:
                     continue
                 if not events:
                     break
-                frame = self.frames.events_frame(events, sub.filter, sub.compact_beats)
+                if shedding:
+                    frame, shed = self.frames.shed_frame(events, sub.filter, sub.compact_beats)
+                    sub.shed += shed
+                    self.shedding.shed += shed
+                else:
+                    frame = self.frames.events_frame(events, sub.filter, sub.compact_beats)
                 if frame is not None:
                     await ws.send(frame, text=True)
                     self.counts.sent["events"] += 1

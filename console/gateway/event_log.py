@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import orjson
 
+from console.gateway.beat_shedding import PublishMarks
 from console.gateway.protocol import SubscriptionFilter, encode
 from console.model import Run
 
@@ -124,6 +125,8 @@ class Subscriber:
     compact_beats: bool = False
     urgent: bool = False  # a state event (not a beat) waits: flush soon
     resyncs: int = 0  # snapshots sent because the client fell behind
+    shedding: bool = False  # behind: sent state changes only (beat_shedding.py)
+    shed: int = 0  # beat events not sent to this client
 
 
 def lag_decision(cursor: int, seq: int, first_logged: int | None,
@@ -169,6 +172,7 @@ class EventLog:
         self._isos: dict[int, tuple[datetime, str]] = {}  # see iso
         self._batching = 0  # inside a flush or tick: subscribers are woken at its end
         self._pending_wake = 0  # 1: beats wait, 2: a state event waits
+        self.marks = PublishMarks()  # when the log reached which seq (backlogs in seconds)
 
     def publish(self, kind: str, data: dict[str, Any]) -> Event:
         self.seq += 1
@@ -220,6 +224,7 @@ class EventLog:
         if self._batching:
             self._pending_wake = max(self._pending_wake, 2 if urgent else 1)
             return
+        self.marks.note(self.seq)
         for sub in self.subscribers:
             if urgent:
                 sub.urgent = True

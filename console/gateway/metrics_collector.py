@@ -179,6 +179,11 @@ class GatewayCollector:
         yield CounterMetricFamily("irq_client_resyncs", "Subscribers that fell too far behind "
                                   "and were sent a snapshot instead of the backlog (updates "
                                   "dropped for them)", value=stats["client_resyncs"])
+        yield CounterMetricFamily("irq_updates_shed", "Heartbeat-age updates (beat events) "
+                                  "not sent to clients that fell behind: the gateway sheds "
+                                  "them before state changes", value=stats["updates_shed"])
+        yield GaugeMetricFamily("irq_clients_shedding", "Subscribers being sent state changes "
+                                "only because they are behind", value=stats["clients_shedding"])
         unknown = stats["unknown_beats"]
         yield GaugeMetricFamily("irq_unknown_beat_runs", "Runs known only from agent beats "
                                 "(no backend reported them yet)", value=unknown["runs"])

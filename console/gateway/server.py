@@ -39,6 +39,7 @@ from console.gateway.approval_store import ApprovalStore
 from console.gateway.approval_view import ApprovalView
 from console.gateway.auth import TokenStore, tokens_path
 from console.gateway.background_loops import BackgroundLoops, FirstReads
+from console.gateway.beat_shedding import BeatShedding
 from console.gateway.client_requests import ClientRequests
 from console.gateway.client_sessions import SERVER_NAME, ClientSessions
 from console.gateway.commands import CommandExecutor
@@ -224,9 +225,10 @@ class Gateway:
                                        alerts=AlertCommands(self.hub, self.journal, self.alerts,
                                                             self.refusals),
                                        metrics=self.metrics)
+        self.shedding = BeatShedding(self.hub.events.marks, settings.shed_after_s)
         self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
                                       self.requests, self.refusals, self.counters,
-                                      counts=self.metrics.frames)
+                                      counts=self.metrics.frames, shedding=self.shedding)
         self.handshakes = HandshakeLog()
         facts = JournalFacts(self.journal, self.alerts, self.job_store)
         collector = None
@@ -337,6 +339,9 @@ class Gateway:
             "stale_beats": self.hub.stale_beats,
             "beats_accepted": self.hub.beats_accepted,
             "client_resyncs": self.counters["client_resyncs"],
+            "updates_shed": self.shedding.shed,
+            "shedding_episodes": self.shedding.episodes,
+            "clients_shedding": sum(1 for s in self.hub.subscribers if s.shedding),
             "takeovers": self.hub.takeovers,
             "liveness_backlog": self.hub.liveness_backlog,
             "runs": len(self.hub.runs),

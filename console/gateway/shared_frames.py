@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections import OrderedDict
 
+from console.gateway.beat_shedding import shed_marker
 from console.gateway.hub import Event, Hub, lag_decision
 from console.gateway.protocol import SubscriptionFilter
 from console.gateway.snapshot_pages import SnapshotPages, encode_pages
@@ -29,6 +30,9 @@ class SharedFrames:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         self._frames: OrderedDict[tuple[int, int, str, bool], bytes | None] = OrderedDict()
+        #: frames with the beats shed (beat_shedding.py), and how many beats each left out
+        self._shed_frames: OrderedDict[tuple[int, int, str, bool],
+                                       tuple[bytes | None, int]] = OrderedDict()
         self._frame_bytes = 0
         self._snapshots: dict[str, SnapshotPages] = {}  # done, by filter key
         self._building: dict[str, SnapshotPages] = {}
@@ -54,6 +58,41 @@ class SharedFrames:
                 _key, old = self._frames.popitem(last=False)
                 self._frame_bytes -= len(old or b"")
         return frame
+
+    def shed_frame(self, events: list[Event], flt: SubscriptionFilter | None,
+                   compact: bool) -> tuple[bytes | None, int]:
+        """The ``events`` frame of a client that is behind: its state changes, and a
+        ``shed`` marker for each run of consecutive beat events (beat_shedding.py); built
+        once for every client with the same range, filter and beat form. Returns the frame
+        (None: nothing to send) and the number of beats left out."""
+        if not events:
+            return None, 0
+        key = (events[0].seq, events[-1].seq, flt.key if flt is not None else "", compact)
+        cached = self._shed_frames.get(key)
+        if cached is not None:
+            return cached
+        parts: list[bytes] = []
+        first = last = shed = run = 0
+        for e in events:
+            if flt is not None and not flt.admits(e["kind"], e.scope):
+                continue
+            if e.beat is not None and not e.state:
+                if not run:
+                    first = e.seq
+                last, run = e.seq, run + 1
+                continue
+            if run:
+                parts.append(shed_marker(first, last, run))
+                shed, run = shed + run, 0
+            parts.append(e.compact() if compact else e.full())
+        if run:
+            parts.append(shed_marker(first, last, run))
+            shed += run
+        answer = (self._join(parts, False) if parts else None, shed)
+        self._shed_frames[key] = answer
+        while len(self._shed_frames) > 64:
+            self._shed_frames.popitem(last=False)
+        return answer
 
     def _join(self, parts: list[bytes], replay: bool) -> bytes:
         head = b'{"type":"events","epoch":"' + self.hub.epoch.encode() + b'",'

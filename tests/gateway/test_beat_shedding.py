@@ -1,0 +1,179 @@
+"""Shedding heartbeat-age updates before state changes (console/gateway/beat_shedding.py).
+
+On real websockets: a client that fell more than ``shed_after_s`` behind is sent its
+backlog's state changes and ``shed`` markers instead of its beats -- its sequence stays
+contiguous, every state change arrives, the count shows in the gateway's stats -- while a
+client that keeps up gets every beat; once caught up it gets beats again. The marks' and the
+decision's logic is tested with an injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+
+from console.gateway.auth import create_token
+from console.gateway.beat_shedding import BeatShedding, PublishMarks
+from console.gateway.event_log import Subscriber
+from console.gateway.protocol import AgentHeartbeat
+from console.gateway.server import Gateway
+from console.gateway.settings import GatewaySettings
+from console.model import Role, Run
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_marks_say_how_long_ago_the_first_unsent_event_was_published() -> None:
+    clock = Clock()
+    marks = PublishMarks(clock)
+    marks.note(10)
+    clock.t += 1.0
+    marks.note(25)
+    clock.t += 0.5
+    assert marks.age_after(0) == pytest.approx(1.5)  # seq 1..10 published by the first mark
+    assert marks.age_after(10) == pytest.approx(0.5)  # 11..25 by the second
+    assert marks.age_after(25) == 0.0  # nothing published after the last mark
+
+
+def test_a_client_sheds_past_the_threshold_and_stops_within_a_third_of_it() -> None:
+    clock = Clock()
+    marks = PublishMarks(clock)
+    shedding = BeatShedding(marks, shed_after_s=0.3)
+    sub = Subscriber(wake=lambda: None, cursor=0)
+    marks.note(100)
+    clock.t += 0.2
+    assert not shedding.judge(sub)  # 0.2 s behind
+    clock.t += 0.2
+    assert shedding.judge(sub) and shedding.episodes == 1  # 0.4 s
+    marks.note(200)
+    sub.cursor = 100
+    clock.t += 0.15
+    assert shedding.judge(sub)  # still 0.15 s behind: above a third of the threshold
+    sub.cursor = 200
+    assert not shedding.judge(sub) and not sub.shedding  # caught up
+
+
+@pytest.fixture
+async def shedding_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                           ) -> AsyncIterator[tuple[Gateway, str, str]]:
+    monkeypatch.setenv("IRQ_HOME", str(tmp_path))
+    token = create_token(Role.VIEWER, "viewer-test", tmp_path)
+    gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=0.02,
+                                 shed_after_s=0.2))
+    await gw.start()
+    try:
+        yield gw, f"ws://127.0.0.1:{gw.port}", token
+    finally:
+        await gw.stop()
+
+
+RUNS = [Run(id=f"dbos:local/wf-{i}", backend="dbos", context="local", native_id=f"wf-{i}")
+        for i in range(100)]
+
+
+def beat_all(gw: Gateway, seq: int) -> None:
+    for run in RUNS:
+        gw.hub.agent_heartbeat(run.id, AgentHeartbeat(
+            type="heartbeat", backend="dbos", native_id=run.native_id, seq=seq,
+            interval_s=5.0, progress=(seq % 100) / 100))
+    gw.hub.flush_heartbeats()
+
+
+async def read_until(ws: Any, message: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while not any(e["kind"] == "notice" and e["data"]["message"] == message for e in events):
+        frame = json.loads(await asyncio.wait_for(ws.recv(), deadline - time.monotonic()))
+        events.extend(frame.get("events", []))
+    return events
+
+
+def contiguous(events: list[dict[str, Any]]) -> bool:
+    """Each event follows the one before (a ``shed`` marker covers from..seq)."""
+    seq = events[0]["seq"] - 1
+    for e in events:
+        first = e["data"]["from"] if e["kind"] == "shed" else e["seq"]
+        if first != seq + 1:
+            return False
+        seq = e["seq"]
+    return True
+
+
+async def test_a_client_behind_gets_state_changes_and_shed_markers_instead_of_beats(
+        shedding_gateway: tuple[Gateway, str, str]) -> None:
+    gw, url, token = shedding_gateway
+    gw.hub.observe_runs(RUNS)
+    beat_all(gw, 1)  # first beats: the cadence changes, full run events
+    headers = {"Authorization": f"Bearer {token}"}
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", gw.port))
+    slow = await connect(url, sock=sock, max_queue=1, max_size=None, additional_headers=headers)
+    fast = await connect(url, max_size=None, additional_headers=headers)
+    for ws in (slow, fast):
+        await ws.send(json.dumps({"type": "hello", "protocol": 1, "beats": "compact"}))
+        assert json.loads(await ws.recv())["type"] == "welcome"
+        assert json.loads(await ws.recv())["type"] == "snapshot"
+    fast_events: list[dict[str, Any]] = []
+    fast_reader = asyncio.create_task(_collect(fast, fast_events))
+
+    # the slow client's flusher blocks on sends far larger than the socket buffers (frames
+    # of 400 KB: its library holds one, the kernel a little) ...
+    for i in range(300):
+        gw.hub.publish("notice", {"level": "info", "run_id": None, "message": f"big {i}",
+                                  "pad": "x" * 40_000})
+        if i % 10 == 9:
+            await asyncio.sleep(0.03)
+    await asyncio.sleep(0.1)
+    # ... while the fleet beats and a state change happens
+    for seq in range(2, 12):
+        beat_all(gw, seq)
+        await asyncio.sleep(0.01)
+    gw.hub.publish("notice", {"level": "info", "run_id": None, "message": "after"})
+    await asyncio.sleep(0.5)
+
+    got = await read_until(slow, "after")
+    kinds = [e["kind"] for e in got]
+    assert "shed" in kinds
+    first_shed = kinds.index("shed")
+    assert "beat" not in kinds[first_shed:]  # behind: no beats, only what changed state
+    assert contiguous(got)
+    assert {f"big {i}" for i in range(300)} <= {e["data"]["message"] for e in got
+                                                if e["kind"] == "notice"}
+    shed = sum(e["data"]["beats"] for e in got if e["kind"] == "shed")
+    assert shed >= 100
+    stats = gw.stats()
+    assert stats["updates_shed"] >= shed and stats["shedding_episodes"] >= 1
+
+    # the client that kept up got every beat, no marker
+    await asyncio.sleep(0.2)
+    assert sum(1 for e in fast_events if e["kind"] == "beat") >= 1000
+    assert not any(e["kind"] == "shed" for e in fast_events)
+
+    # caught up: beats again
+    await asyncio.sleep(0.3)
+    beat_all(gw, 20)
+    gw.hub.publish("notice", {"level": "info", "run_id": None, "message": "later"})
+    tail = await read_until(slow, "later")
+    assert any(e["kind"] == "beat" for e in tail) and contiguous(got + tail)
+    fast_reader.cancel()
+    await slow.close()
+    await fast.close()
+
+
+async def _collect(ws: Any, into: list[dict[str, Any]]) -> None:
+    async for raw in ws:
+        into.extend(json.loads(raw).get("events", []))
