@@ -45,12 +45,17 @@ screenshots: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m tools.cli_reference --out docs/cli-reference.md
 
-# the gateway's fast path, the TUI, the command line and two gateways (under 10 minutes)
+# the gateway's fast path, the TUI, the command line and two gateways (under 10 minutes), then
+# the scale table of the whole run: scale_table.py refuses a results file written before this
+# run started (BENCH_START), writes results/gateway.json (gateway_scale.json's figures, the
+# table, the previous run's table), rewrites README.md's table and prints it
+bench: BENCH_START := $(shell date +%s)
 bench: $(STAMP)
-	$(BIN)/python benchmarks/gateway_scale.py
+	$(BIN)/python benchmarks/gateway_scale.py  # -> benchmarks/results/gateway_scale.json
 	$(BIN)/python benchmarks/tui_render.py  # 80x24 and 200x50 -> benchmarks/results/tui.json
-	$(BIN)/python benchmarks/cli_startup.py
+	$(BIN)/python benchmarks/cli_startup.py  # -> results/cli.json
 	$(BIN)/python benchmarks/gateway_peers.py  # two gateways, one PostgreSQL -> results/peers.json
+	$(BIN)/python benchmarks/scale_table.py --since $(BENCH_START)  # -> results/gateway.json, README.md
 
 # each adapter and the policy guard against their real servers (a 1,000-workflow Temporal
 # fleet takes minutes to start: 15-25 minutes in all)
@@ -68,7 +73,7 @@ bench-adapters: $(STAMP) $(RESTATE_STAMP)
 	$(BIN)/python benchmarks/langgraph_inbox.py
 
 # where the gateway's time goes, under pyinstrument (its own cost tips the gateway over): the
-# profile docs/performance.md cites; the run's figures go to /dev/null, not over gateway.json
+# profile docs/performance.md cites; the run's figures go to /dev/null, not over gateway_scale.json
 bench-profile: $(STAMP)
 	$(BIN)/python benchmarks/gateway_scale.py --clients 1,10 --seconds 10 \
 	  --profile benchmarks/results/gateway-profile.txt --out /dev/null

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +272,8 @@ def main() -> None:
         "loadavg_1m": [round(load_before, 2), round(load_after, 2)],
         "commands": {row.pop("key"): row for row in rows},
         "runs_json_phases_s": phases,
+        # when: make bench's scale_table.py refuses a file older than its run
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

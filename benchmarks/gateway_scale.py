@@ -1,6 +1,8 @@
 """Gateway at scale: 100,000 runs, 20,000 heartbeats/s in batched frames, 1/10/50 clients.
 
-Prints one table and writes ``benchmarks/results/gateway.json``:
+Prints one table and writes ``benchmarks/results/gateway_scale.json`` (``make bench`` then
+runs ``scale_table.py``, which writes ``results/gateway.json``: these figures, key for key,
+with the scale table of the whole run):
 
 - ingest: heartbeats the gateway accepted per second (its own counter, ``stats``);
 - state-change delivery p50/p99 per client count (1, 10, 50): runs turning ``late`` and
@@ -50,7 +52,7 @@ from backend_adapters.base import (  # noqa: E402
 )
 from console.model import Action, Run  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "gateway.json"
+RESULTS = Path(__file__).resolve().parent / "results" / "gateway_scale.json"
 SNAPSHOT_HEAD = re.compile(r'\{"type":"snapshot","epoch":"([^"]*)","seq":(\d+)')
 #: an event's head in an events frame (inside a JSON string a quote is escaped: no match)
 EVENT_HEAD = re.compile(r'\{"seq":(\d+),"kind":"(\w+)"')

@@ -45,7 +45,7 @@ import sys
 import tempfile
 import termios
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -368,6 +368,8 @@ def parent_main(args: argparse.Namespace) -> int:
         "load_average_1m_5m": {"start": [round(v, 2) for v in load_start],
                                "end": [round(load1, 2), round(load5, 2)]},
         "sizes": {r["size"]: r for r in results},
+        # when: make bench's scale_table.py refuses a file older than its run
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
