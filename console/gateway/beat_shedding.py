@@ -6,8 +6,10 @@ log). A client more than ``shed_after_s`` behind -- the gateway is overloaded, o
 client reads slowly -- is sent the state changes of its backlog and none of its beats: each
 run of consecutive beat events becomes one ``shed`` marker, ``{"seq": LAST, "kind": "shed",
 "data": {"from": FIRST, "beats": N}}``, so the client's sequence stays contiguous and it can
-tell a shed beat from a lost event. It keeps shedding until it is back within a third of the
-threshold (no flapping at the edge). A beat only moves a run's heartbeat time and progress
+tell a shed beat from a lost event. It keeps shedding until it has been back within a third
+of the threshold for ``hold_s`` (2 s): a client that caught up by shedding and then took the
+beats again fell behind again at once, and its state changes waited behind those beats each
+time. A beat only moves a run's heartbeat time and progress
 (the beat fast path, run_store.py), so what a shedding client misses is how fresh its runs'
 last beats are; their next beats after it caught up bring that back.
 
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 SHED_AFTER_S = 0.3  # a client this far behind gets state changes only
+SHED_HOLD_S = 2.0  # ... until it has been current for this long
 MARK_EVERY_S = 0.01  # at most one publish mark per this interval
 MARKS_KEPT = 4_096  # ~40 s of marks at the finest spacing; older backlogs are just "old"
 
@@ -61,22 +64,27 @@ class PublishMarks:
 class BeatShedding:
     """Decides, per subscriber and per flush, whether its beats are shed; counts them."""
 
-    def __init__(self, marks: PublishMarks, shed_after_s: float = SHED_AFTER_S) -> None:
+    def __init__(self, marks: PublishMarks, shed_after_s: float = SHED_AFTER_S,
+                 hold_s: float = SHED_HOLD_S) -> None:
         self.marks = marks
         self.shed_after_s = shed_after_s
+        self.hold_s = hold_s
         self.shed = 0  # beat events not sent to a client, summed over clients
         self.episodes = 0  # times a client started shedding
 
     def judge(self, sub: Any) -> bool:
-        """Should ``sub`` (a Subscriber: ``cursor``, ``shedding``) have its next events'
-        beats shed? Sets ``sub.shedding``."""
+        """Should ``sub`` (a Subscriber: ``cursor``, ``shedding``, ``shed_until``) have its
+        next events' beats shed? Sets ``sub.shedding``."""
         if self.shed_after_s <= 0:
             return False
         age = self.marks.age_after(sub.cursor)
+        now = self.marks.clock()
         if sub.shedding:
-            sub.shedding = age > self.shed_after_s / 3
+            if age > self.shed_after_s / 3:
+                sub.shed_until = now + self.hold_s
+            sub.shedding = now < sub.shed_until
         elif age > self.shed_after_s:
-            sub.shedding = True
+            sub.shedding, sub.shed_until = True, now + self.hold_s
             self.episodes += 1
         return bool(sub.shedding)
 

@@ -45,7 +45,8 @@ class ClientSessions:
         self.refusals, self.counters = refusals, counters
         self.counts = counts if counts is not None else FrameCounts()
         self.shedding = shedding if shedding is not None else BeatShedding(
-            hub.events.marks, settings.shed_after_s)
+            hub.events.marks, settings.shed_after_s,
+                                     settings.shed_hold_s)
         self.identity_budget = IdentityBuckets(settings.client_identity_frames_per_s,
                                                settings.client_identity_frames_burst)
 
@@ -159,9 +160,11 @@ class ClientSessions:
             wake.clear()
             sub.urgent = False
             while True:
-                shedding = self.shedding.judge(sub)
-                events = self.hub.take(sub, EVENTS_PER_FRAME)
-                if events is None:
+                if self.shedding.judge(sub):
+                    sent = await self._send_shed(ws, sub)
+                else:
+                    sent = await self._send_events(ws, sub)
+                if sent is None:  # too far behind: a fresh snapshot instead
                     sub.resyncs += 1
                     self.counters["client_resyncs"] += 1
                     sub.cursor, snapshot = await self.frames.snapshot_frame(sub.filter,
@@ -169,19 +172,35 @@ class ClientSessions:
                     await send_large(ws, snapshot)
                     self.counts.sent["snapshot"] += 1
                     continue
-                if not events:
+                if sent < EVENTS_PER_FRAME:
                     break
-                if shedding:
-                    frame, shed = self.frames.shed_frame(events, sub.filter, sub.compact_beats)
-                    sub.shed += shed
-                    self.shedding.shed += shed
-                else:
-                    frame = self.frames.events_frame(events, sub.filter, sub.compact_beats)
-                if frame is not None:
-                    await ws.send(frame, text=True)
-                    self.counts.sent["events"] += 1
-                if len(events) < EVENTS_PER_FRAME:
-                    break
+
+    async def _send_events(self, ws: GatewaySocket, sub: Subscriber) -> int | None:
+        """The next events after ``sub``'s cursor in one frame; how many (None: resync)."""
+        events = self.hub.take(sub, EVENTS_PER_FRAME)
+        if events is None:
+            return None
+        frame = self.frames.events_frame(events, sub.filter, sub.compact_beats)
+        if frame is not None:
+            await ws.send(frame, text=True)
+            self.counts.sent["events"] += 1
+        return len(events)
+
+    async def _send_shed(self, ws: GatewaySocket, sub: Subscriber) -> int | None:
+        """``sub`` is behind: the state events after its cursor and shed markers for the
+        beats between them, in one frame; how many state events (None: resync)."""
+        taken = self.hub.events.take_states(sub, EVENTS_PER_FRAME)
+        if taken is None:
+            return None
+        first, last, events = taken
+        frame, shed = self.frames.shed_frame(first, last, events, sub.filter,
+                                             sub.compact_beats)
+        sub.shed += shed
+        self.shedding.shed += shed
+        if frame is not None:
+            await ws.send(frame, text=True)
+            self.counts.sent["events"] += 1
+        return len(events)
 
 
 async def _until_urgent(sub: Subscriber, wake: asyncio.Event) -> None:

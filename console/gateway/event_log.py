@@ -15,6 +15,7 @@ the subscribers' wake-ups and the listeners (webhooks, peering), which must not 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import itertools
 import uuid
@@ -22,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import orjson
 
@@ -127,6 +128,7 @@ class Subscriber:
     resyncs: int = 0  # snapshots sent because the client fell behind
     shedding: bool = False  # behind: sent state changes only (beat_shedding.py)
     shed: int = 0  # beat events not sent to this client
+    shed_until: float = 0.0  # shedding at least until then (monotonic)
 
 
 def lag_decision(cursor: int, seq: int, first_logged: int | None,
@@ -173,11 +175,15 @@ class EventLog:
         self._batching = 0  # inside a flush or tick: subscribers are woken at its end
         self._pending_wake = 0  # 1: beats wait, 2: a state event waits
         self.marks = PublishMarks()  # when the log reached which seq (backlogs in seconds)
+        #: the seqs of the logged events that are not heartbeat-only (ascending): a client
+        #: that is behind is sent these and shed markers for the rest (take_states)
+        self.state_seqs: list[int] = []
 
     def publish(self, kind: str, data: dict[str, Any]) -> Event:
         self.seq += 1
         event = Event(self.seq, kind, data, event_scope(kind, data))
         self.log.append(event)
+        self._state_logged()
         self._notify(urgent=True)
         for listener in self.listeners:
             listener(event)
@@ -196,6 +202,7 @@ class EventLog:
         event = Event(self.seq, "run", None, run.id.partition("/")[0], run, beat, state=True)
         event.at, event.render = at, render
         self.log.append(event)
+        self._state_logged()
         self._notify(urgent=urgent)
         for listener in self.listeners:
             listener(event)
@@ -212,6 +219,33 @@ class EventLog:
                       {"id": run_id, "heartbeat_at": self.iso(at), "progress": run.progress})
         event.at, event.render = at, render
         self.log.append(event)
+
+    def _state_logged(self) -> None:
+        states = self.state_seqs
+        states.append(self.seq)
+        if len(states) > (self.log.maxlen or 0) + 4096:  # older than the log: dropped
+            del states[:bisect.bisect_left(states, self.log[0]["seq"])]
+
+    def take_states(self, sub: Subscriber, limit: int = 20_000
+                    ) -> tuple[int, int, list[Event]] | None:
+        """For a client that is behind (beat_shedding.py): the events after its cursor that
+        are not heartbeat-only (at most ``limit``), as ``(first, last, events)``: the range
+        ``first..last`` they were taken from; its cursor moves to ``last``. Costs what those
+        events cost, not the beats between them. None: resync (:func:`lag_decision`)."""
+        first_logged = self.log[0]["seq"] if self.log else None
+        decision = lag_decision(sub.cursor, self.seq, first_logged, self.max_lag)
+        if decision == "current":
+            return sub.cursor + 1, sub.cursor, []
+        if decision == "resync" or first_logged is None:
+            return None
+        states = self.state_seqs
+        i = bisect.bisect_right(states, sub.cursor)
+        picked = states[i:i + limit]
+        last = self.seq if len(picked) < limit else picked[-1]
+        log = self.log
+        events = [cast(Event, log[s - first_logged]) for s in picked]
+        first, sub.cursor = sub.cursor + 1, last
+        return first, last, events
 
     def beats_wait(self) -> None:
         """Beat events were logged inside a batch: wake the subscribers at its end."""

@@ -225,7 +225,8 @@ class Gateway:
                                        alerts=AlertCommands(self.hub, self.journal, self.alerts,
                                                             self.refusals),
                                        metrics=self.metrics)
-        self.shedding = BeatShedding(self.hub.events.marks, settings.shed_after_s)
+        self.shedding = BeatShedding(self.hub.events.marks, settings.shed_after_s,
+                                     settings.shed_hold_s)
         self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
                                       self.requests, self.refusals, self.counters,
                                       counts=self.metrics.frames, shedding=self.shedding)

@@ -59,35 +59,32 @@ class SharedFrames:
                 self._frame_bytes -= len(old or b"")
         return frame
 
-    def shed_frame(self, events: list[Event], flt: SubscriptionFilter | None,
-                   compact: bool) -> tuple[bytes | None, int]:
-        """The ``events`` frame of a client that is behind: its state changes, and a
-        ``shed`` marker for each run of consecutive beat events (beat_shedding.py); built
-        once for every client with the same range, filter and beat form. Returns the frame
-        (None: nothing to send) and the number of beats left out."""
-        if not events:
+    def shed_frame(self, first: int, last: int, events: list[Event],
+                   flt: SubscriptionFilter | None, compact: bool) -> tuple[bytes | None, int]:
+        """The ``events`` frame of a client that is behind, for the range ``first..last``
+        of the log: its state events (``events``, EventLog.take_states) and, for each
+        stretch between them, a ``shed`` marker standing for the heartbeat-only events
+        there (beat_shedding.py); built once for every client with the same range, filter
+        and beat form. Returns the frame (None: nothing to send) and the beats left out."""
+        if last < first:
             return None, 0
-        key = (events[0].seq, events[-1].seq, flt.key if flt is not None else "", compact)
+        key = (first, last, flt.key if flt is not None else "", compact)
         cached = self._shed_frames.get(key)
         if cached is not None:
             return cached
         parts: list[bytes] = []
-        first = last = shed = run = 0
+        shed, gap_from = 0, first
         for e in events:
-            if flt is not None and not flt.admits(e["kind"], e.scope):
-                continue
-            if e.beat is not None and not e.state:
-                if not run:
-                    first = e.seq
-                last, run = e.seq, run + 1
-                continue
-            if run:
-                parts.append(shed_marker(first, last, run))
-                shed, run = shed + run, 0
-            parts.append(e.compact() if compact else e.full())
-        if run:
-            parts.append(shed_marker(first, last, run))
-            shed += run
+            seq = e.seq
+            if seq > gap_from:
+                parts.append(shed_marker(gap_from, seq - 1, seq - gap_from))
+                shed += seq - gap_from
+            gap_from = seq + 1
+            if flt is None or flt.admits(e["kind"], e.scope):
+                parts.append(e.compact() if compact else e.full())
+        if last >= gap_from:
+            parts.append(shed_marker(gap_from, last, last - gap_from + 1))
+            shed += last - gap_from + 1
         answer = (self._join(parts, False) if parts else None, shed)
         self._shed_frames[key] = answer
         while len(self._shed_frames) > 64:

@@ -48,10 +48,10 @@ def test_marks_say_how_long_ago_the_first_unsent_event_was_published() -> None:
     assert marks.age_after(25) == 0.0  # nothing published after the last mark
 
 
-def test_a_client_sheds_past_the_threshold_and_stops_within_a_third_of_it() -> None:
+def test_a_client_sheds_past_the_threshold_until_it_has_been_current_for_hold_s() -> None:
     clock = Clock()
     marks = PublishMarks(clock)
-    shedding = BeatShedding(marks, shed_after_s=0.3)
+    shedding = BeatShedding(marks, shed_after_s=0.3, hold_s=1.0)
     sub = Subscriber(wake=lambda: None, cursor=0)
     marks.note(100)
     clock.t += 0.2
@@ -63,7 +63,10 @@ def test_a_client_sheds_past_the_threshold_and_stops_within_a_third_of_it() -> N
     clock.t += 0.15
     assert shedding.judge(sub)  # still 0.15 s behind: above a third of the threshold
     sub.cursor = 200
-    assert not shedding.judge(sub) and not sub.shedding  # caught up
+    clock.t += 0.5
+    assert shedding.judge(sub)  # caught up, but not for hold_s yet
+    clock.t += 0.6
+    assert not shedding.judge(sub) and not sub.shedding  # current for over hold_s
 
 
 @pytest.fixture
@@ -72,7 +75,7 @@ async def shedding_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("IRQ_HOME", str(tmp_path))
     token = create_token(Role.VIEWER, "viewer-test", tmp_path)
     gw = Gateway(GatewaySettings(port=0, home=tmp_path, flush_interval_s=0.02,
-                                 shed_after_s=0.2))
+                                 shed_after_s=0.2, shed_hold_s=0.3))
     await gw.start()
     try:
         yield gw, f"ws://127.0.0.1:{gw.port}", token
@@ -163,8 +166,8 @@ async def test_a_client_behind_gets_state_changes_and_shed_markers_instead_of_be
     assert sum(1 for e in fast_events if e["kind"] == "beat") >= 1000
     assert not any(e["kind"] == "shed" for e in fast_events)
 
-    # caught up: beats again
-    await asyncio.sleep(0.3)
+    # caught up (for longer than shed_hold_s): beats again
+    await asyncio.sleep(0.6)
     beat_all(gw, 20)
     gw.hub.publish("notice", {"level": "info", "run_id": None, "message": "later"})
     tail = await read_until(slow, "later")
@@ -177,3 +180,36 @@ async def test_a_client_behind_gets_state_changes_and_shed_markers_instead_of_be
 async def _collect(ws: Any, into: list[dict[str, Any]]) -> None:
     async for raw in ws:
         into.extend(json.loads(raw).get("events", []))
+
+
+def test_a_client_behind_is_taken_its_state_events_and_markers_for_the_beats_between() -> None:
+    from console.gateway.hub import Hub
+    from console.gateway.shared_frames import SharedFrames
+
+    hub = Hub()
+    hub.observe_runs(RUNS[:3])
+    sub = Subscriber(wake=lambda: None, cursor=hub.seq)
+    for seq in (1, 2):  # the first beats change the cadence: state events
+        for run in RUNS[:3]:
+            hub.agent_heartbeat(run.id, AgentHeartbeat(
+                type="heartbeat", backend="dbos", native_id=run.native_id, seq=seq,
+                interval_s=5.0, progress=seq / 10))
+        hub.flush_heartbeats()
+    hub.publish("notice", {"level": "info", "run_id": None, "message": "between"})
+    for run in RUNS[:3]:
+        hub.agent_heartbeat(run.id, AgentHeartbeat(
+            type="heartbeat", backend="dbos", native_id=run.native_id, seq=3,
+            interval_s=5.0, progress=0.3))
+    hub.flush_heartbeats()
+    start = sub.cursor
+    taken = hub.events.take_states(sub)
+    assert taken is not None
+    first, last, events = taken
+    assert (first, last, sub.cursor) == (start + 1, hub.seq, hub.seq)
+    assert [e["kind"] for e in events] == ["run", "run", "run", "notice"]
+    frame, shed = SharedFrames(hub).shed_frame(first, last, events, None, True)
+    assert frame is not None and shed == 6
+    got = json.loads(frame)["events"]
+    assert [e["kind"] for e in got] == ["run", "run", "run", "shed", "notice", "shed"]
+    assert contiguous(got) and got[-1]["seq"] == hub.seq
+    assert got[3]["data"] == {"from": start + 4, "beats": 3}
