@@ -25,7 +25,10 @@ from console.model import RunState
 
 
 class GatewayConditions:
-    """Built once per gateway; :meth:`sources` is what the evaluator is given."""
+    """Built once per gateway; :meth:`sources` is what the evaluator is given. The
+    evaluator calls them on a worker thread while the event loop changes the hub: each
+    source reads a container as a list taken in one step (``list(d.values())`` holds the
+    interpreter throughout), never iterates the live dict."""
 
     def __init__(self, hub: Hub, obligations: ObligationStore,
                  reported: Mapping[str, Sequence[Condition]], backends: Mapping[str, Backend],
@@ -51,37 +54,38 @@ class GatewayConditions:
                 self.leak_suspected, self.held_too_long]
 
     def given_up(self) -> Iterable[Condition]:
-        return given_up(self.hub.runs.values())
+        return given_up(list(self.hub.runs.values()))
 
     def retrying(self) -> Iterable[Condition]:
-        return retrying(self.hub.runs.values(), after=self.retrying_after)
+        return retrying(list(self.hub.runs.values()), after=self.retrying_after)
 
     def no_workers(self) -> Iterable[Condition]:
-        return no_workers(self.reported)
+        return no_workers(dict(self.reported))
 
     def stalled(self) -> Iterable[Condition]:
         now = self.hub.clock()
-        runs = self.hub.runs.values()
+        runs = list(self.hub.runs.values())
         self.marks.note(runs, now)
         return stalled(runs, self.marks, now, after_s=self.stalled_after_s)
 
     def liveness_unknown(self) -> Iterable[Condition]:
         budgets = {key: self.poll_budget_s or poll_budget(b.poll_interval_s)
-                   for key, b in self.backends.items()}
-        return liveness_unknown(self.hub.backends.values(), budgets, self.started_at,
+                   for key, b in list(self.backends.items())}
+        return liveness_unknown(list(self.hub.backends.values()), budgets, self.started_at,
                                 self.hub.clock())
 
     def interrupt_overdue(self) -> Iterable[Condition]:
-        return interrupt_overdue(self.hub.interrupts.values(), self.hub.clock())
+        return interrupt_overdue(list(self.hub.interrupts.values()), self.hub.clock())
 
     def obligation_overdue(self) -> Iterable[Condition]:
         return obligation_overdue(self.obligations.listing(state="overdue"), self.hub.clock())
 
     def leak_suspected(self) -> Iterable[Condition]:
-        return leak_suspected(self.hub.runs.values(), self.hub.clock(), self.price_per_hour)
+        return leak_suspected(list(self.hub.runs.values()), self.hub.clock(),
+                              self.price_per_hour)
 
     def held_too_long(self) -> Iterable[Condition]:
-        paused = [r for r in self.hub.runs.values() if r.state is RunState.PAUSED]
+        paused = [r for r in list(self.hub.runs.values()) if r.state is RunState.PAUSED]
         if not paused:  # the pause ledger is read only when some run is paused
             return []
         return held_too_long(paused, self.paused_since(), self.hub.clock(),
