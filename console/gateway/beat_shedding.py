@@ -2,7 +2,9 @@
 
 A subscriber's backlog is measured in time, not events: how long ago the oldest event it has
 not been sent was published (:class:`PublishMarks`, a few marks per second from the event
-log). A client more than ``shed_after_s`` behind -- the gateway is overloaded, or this
+log), less the wait the gateway imposes on beats anyway (``flush_interval_s``: a current
+client's oldest unsent beat is about that old at each flush). A client more than
+``shed_after_s`` behind that -- the gateway is overloaded, or this
 client reads slowly -- is sent the state changes of its backlog and none of its beats: each
 run of consecutive beat events becomes one ``shed`` marker, ``{"seq": LAST, "kind": "shed",
 "data": {"from": FIRST, "beats": N}}``, so the client's sequence stays contiguous and it can
@@ -65,8 +67,11 @@ class BeatShedding:
     """Decides, per subscriber and per flush, whether its beats are shed; counts them."""
 
     def __init__(self, marks: PublishMarks, shed_after_s: float = SHED_AFTER_S,
-                 hold_s: float = SHED_HOLD_S) -> None:
+                 hold_s: float = SHED_HOLD_S, *, designed_wait_s: float = 0.0) -> None:
+        """``designed_wait_s``: how old the oldest unsent event of a client that keeps up
+        is at a flush (the beats' flush interval); only the backlog beyond it counts."""
         self.marks = marks
+        self.designed_wait_s = designed_wait_s
         self.shed_after_s = shed_after_s
         self.hold_s = hold_s
         self.shed = 0  # beat events not sent to a client, summed over clients
@@ -77,7 +82,7 @@ class BeatShedding:
         next events' beats shed? Sets ``sub.shedding``."""
         if self.shed_after_s <= 0:
             return False
-        age = self.marks.age_after(sub.cursor)
+        age = self.marks.age_after(sub.cursor) - self.designed_wait_s
         now = self.marks.clock()
         if sub.shedding:
             if age > self.shed_after_s / 3:

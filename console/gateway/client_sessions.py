@@ -46,7 +46,8 @@ class ClientSessions:
         self.counts = counts if counts is not None else FrameCounts()
         self.shedding = shedding if shedding is not None else BeatShedding(
             hub.events.marks, settings.shed_after_s,
-                                     settings.shed_hold_s)
+                                     settings.shed_hold_s,
+                                     designed_wait_s=settings.flush_interval_s)
         self.identity_budget = IdentityBuckets(settings.client_identity_frames_per_s,
                                                settings.client_identity_frames_burst)
 

@@ -226,7 +226,8 @@ class Gateway:
                                                             self.refusals),
                                        metrics=self.metrics)
         self.shedding = BeatShedding(self.hub.events.marks, settings.shed_after_s,
-                                     settings.shed_hold_s)
+                                     settings.shed_hold_s,
+                                     designed_wait_s=settings.flush_interval_s)
         self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
                                       self.requests, self.refusals, self.counters,
                                       counts=self.metrics.frames, shedding=self.shedding)

@@ -105,17 +105,18 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Itera
     args = ["--interrupt-deadline", "1s", "--alert-grace", "0.5s", "--stalled-after", "3s",
             "--notify-config", str(notify)]
     backend = f"dbos+sqlite:///{db.resolve()}?poll=0.3"
-    gateway = None
+    fleet = None
     try:
         eventually(lambda: db.exists() or agent.poll() is not None, "the agent's database")
         assert agent.poll() is None, (home / "agent.log").read_text()
-        gateway = start_gateway(home, [backend], port=port, extra_args=args)
-        yield Fleet(home, port, args, backend, gateway)
+        fleet = Fleet(home, port, args, backend,
+                      start_gateway(home, [backend], port=port, extra_args=args))
+        yield fleet
     finally:
         stop_process(agent)
         log.close()
-        if gateway is not None:
-            stop_process(gateway.process)
+        if fleet is not None:  # the gateway running now (a test restarts it)
+            stop_process(fleet.gateway.process)
 
 
 def eventually(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
