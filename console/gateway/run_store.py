@@ -20,6 +20,7 @@ from console.gateway.interrupt_store import InterruptStore
 from console.gateway.liveness_clock import LivenessWheel
 from console.gateway.release_checks import ReleaseChecks
 from console.gateway.run_contracts import ContractCache, copy_run
+from console.gateway.shared_values import shared_empty
 from console.model import Resource, Run, RunState
 from console.semantics import recoverability_warnings, unified_state
 
@@ -43,8 +44,8 @@ class AdapterView(NamedTuple):
     @staticmethod
     def of(run: Run) -> AdapterView:
         return AdapterView(run.state, run.heartbeat_at, run.heartbeat_interval_s,
-                           run.heartbeat_timeout_s, run.progress, run.resources,
-                           run.in_flight_step, run.warnings, run.updated_at)
+                           run.heartbeat_timeout_s, run.progress, shared_empty(run.resources),
+                           run.in_flight_step, shared_empty(run.warnings), run.updated_at)
 
 
 #: fields of a merged run that do not come from the adapter as they are
