@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from console.gateway.event_log import Event  # noqa: E402
-from console.gateway.hub import Hub  # noqa: E402
+from console.gateway.hub import Hub, Reporter  # noqa: E402
 from console.gateway.protocol import AgentHeartbeat  # noqa: E402
 from console.model import Run  # noqa: E402
 
@@ -52,14 +52,16 @@ def main(n: int) -> None:
     indexed = tracemalloc.take_snapshot()
     print(f"indexed: {held_kib(indexed, start, n):.2f} KiB/run")
     show(indexed, start)
+    agent = Reporter("bench-agent", "bench-agent")
     for k in range(3):
-        at = datetime.now(UTC)
         for i in range(n):
+            if i % 100 == 0:  # a frame of 100 beats: one time for all (as agent_channel.py)
+                at = now = datetime.now(UTC)
             beat = AgentHeartbeat.model_construct(
                 backend="bench", context="local", native_id=f"run-{i:06d}", seq=k * n + i + 1,
                 at=at, progress=(i % 100) / 100, interval_s=5.0, timeout_s=12.0,
                 resources=None, in_flight_step=None, phase="running", details={})
-            hub.agent_heartbeat(f"bench:local/run-{i:06d}", beat)
+            hub.agent_heartbeat(f"bench:local/run-{i:06d}", beat, agent, 120, now)
             if i % 100 == 99:
                 hub.flush_heartbeats()
         hub.flush_heartbeats()

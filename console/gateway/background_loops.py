@@ -18,6 +18,7 @@ from console.gateway.auth import TokenStore
 from console.gateway.commands import CommandExecutor
 from console.gateway.context_leases import RENEW_S, TTL_S, ContextLeases
 from console.gateway.gateway_metrics import GatewayMetrics
+from console.gateway.heap_release import RELEASE_AFTER_RUNS, release_freed_memory
 from console.gateway.hub import Hub
 from console.gateway.journal_store import JournalStore, JournalUnavailable
 from console.gateway.obligation_store import ObligationStore
@@ -198,6 +199,10 @@ class BackgroundLoops:
                 await asyncio.sleep(backend.poll_interval_s)
                 continue
             self.first_reads.read(key)  # read once: an unknown target is not found
+            many = len(obs.runs) >= RELEASE_AFTER_RUNS
+            del obs  # the adapter's runs go now, not after the next poll
+            if many:
+                release_freed_memory()
             await asyncio.sleep(backend.poll_interval_s)
 
     # ------------------------------------------------------------ leases and peers
