@@ -13,8 +13,10 @@ import ctypes
 import ctypes.util
 from collections.abc import Callable
 
-#: a poll reporting at least this many runs is followed by a release
+#: a poll reporting at least this many runs is followed by a release, and an index of at
+#: least this many runs is released every RELEASE_EVERY_S (its churn frees memory too)
 RELEASE_AFTER_RUNS = 10_000
+RELEASE_EVERY_S = 30.0
 
 
 def _load_trim() -> Callable[[int], int] | None:
