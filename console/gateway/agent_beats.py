@@ -97,7 +97,8 @@ class AgentBeats:
         """Record a beat: the facts kept of it for a known run (None: stale, or held for a
         run no adapter shows yet). Raises :class:`FrameError` ``bound_to_other`` when the
         run's beats come from another token that may not take it over yet."""
-        known = run_id in self.observed
+        view = self.observed.get(run_id)
+        known = view is not None
         held = None if known else self.unknown.get(run_id)
         last = self.facts.get(run_id) if known else (held.beat if held else None)
         bound = self.bound.get(run_id) if known else (held.reporter if held else None)
@@ -120,6 +121,8 @@ class AgentBeats:
             return None
         facts = BeatFacts(beat.seq, beat.at, beat.progress, beat.resources, beat.interval_s,
                           beat.timeout_s, beat.in_flight_step, beat.phase)
+        if last is None and view is not None:
+            run_id = view.id  # filed under the index's string, not the frame's copy of it
         self.beats_accepted += 1
         self.facts[run_id] = facts
         self.seen[run_id] = now

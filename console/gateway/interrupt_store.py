@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from console.gateway.shared_values import EMPTY_LIST
 from console.model import DecisionRecord, Interrupt
 
 DECIDED_INTERRUPT_TTL = timedelta(minutes=10)
@@ -35,8 +36,10 @@ class InterruptStore:
         self._pending_by_run: dict[str, set[str]] = {}  # run id -> pending interrupt ids
 
     def pending(self, run_id: str) -> list[str]:
-        """The ids of ``run_id``'s pending interrupts, sorted (a merged run's ``interrupts``)."""
-        return sorted(self._pending_by_run.get(run_id, ()))
+        """The ids of ``run_id``'s pending interrupts, sorted (a merged run's ``interrupts``;
+        one shared empty list for the runs with none: shared_values.py)."""
+        pending = self._pending_by_run.get(run_id)
+        return sorted(pending) if pending else EMPTY_LIST
 
     def observe(self, context_key: str, interrupts: list[Interrupt], complete: bool,
                 decided: Callable[[str], Any]) -> set[str]:
