@@ -10,8 +10,8 @@ the heap once (~10 ms at 100,000 runs); elsewhere than glibc it does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Callable
+from typing import Any
 
 #: a poll reporting at least this many runs is followed by a release, and an index of at
 #: least this many runs is released every RELEASE_EVERY_S (its churn frees memory too)
@@ -19,23 +19,25 @@ RELEASE_AFTER_RUNS = 10_000
 RELEASE_EVERY_S = 30.0
 
 
+_NOT_LOADED: Any = object()
+_trim: Any = _NOT_LOADED
+
+
 def _load_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    # the symbols the process already has (libc's among them): no ``find_library``, which
+    # runs ldconfig in a subprocess
     try:
-        libc = ctypes.CDLL(name)
-        trim: Callable[[int], int] = libc.malloc_trim
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc (musl, macOS)
         return None
     return trim
 
 
-_trim = _load_trim()
-
-
 def release_freed_memory() -> bool:
     """Return the heap's free pages to the system (False: not glibc, nothing done)."""
+    global _trim
+    if _trim is _NOT_LOADED:
+        _trim = _load_trim()
     if _trim is None:
         return False
     _trim(0)
