@@ -109,7 +109,7 @@ def native_id(i: int) -> str:
 
 
 def _serve(port: int, home: str, runs: int, profile: str | None = None,
-           shed_after_s: float | None = None) -> None:
+           shed_after_s: float | None = None, shed_hold_s: float | None = None) -> None:
     """The gateway; ``profile``: a path where pyinstrument's report over the whole run goes
     (written on SIGUSR1, which the benchmark sends before it stops the gateway)."""
     import signal
@@ -125,7 +125,13 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None,
         profiler.start()
 
     async def main() -> None:
-        extra = {} if shed_after_s is None else {"shed_after_s": shed_after_s}
+        if os.environ.get("IRQ_BENCH_STALLS"):
+            _watch_stalls(Path(os.environ["IRQ_BENCH_STALLS"]))
+        extra: dict[str, float] = {}
+        if shed_after_s is not None:
+            extra["shed_after_s"] = shed_after_s
+        if shed_hold_s is not None:
+            extra["shed_hold_s"] = shed_hold_s
         gw = Gateway(GatewaySettings(port=port, home=Path(home), **extra))
         gw.add_backend("bench:local", SyntheticBackend(runs))  # type: ignore[arg-type]
         await gw.start()
@@ -143,6 +149,38 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None,
         await asyncio.Event().wait()
 
     asyncio.run(main())
+
+
+def _watch_stalls(path: Path, stall_s: float = 0.1) -> None:
+    """Diagnosis (``IRQ_BENCH_STALLS=PATH``): a thread that writes the event loop's stack to
+    PATH whenever the loop has not run a 10 ms ticker for ``stall_s``."""
+    import threading
+    import traceback
+
+    loop = asyncio.get_running_loop()
+    main = threading.main_thread().ident
+    last = [time.monotonic()]
+
+    def tick() -> None:
+        last[0] = time.monotonic()
+        loop.call_later(0.01, tick)
+
+    tick()
+
+    def watch() -> None:
+        reported = 0.0
+        with path.open("w") as out:
+            while True:
+                time.sleep(0.02)
+                behind = time.monotonic() - last[0]
+                if behind > stall_s and last[0] != reported:
+                    reported = last[0]
+                    frame = sys._current_frames().get(main or 0)
+                    stack = "".join(traceback.format_stack(frame, limit=12)) if frame else ""
+                    out.write(f"--- stalled {behind * 1000:.0f} ms\n{stack}\n")
+                    out.flush()
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _serve_baseline(port: int) -> None:
@@ -526,6 +564,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="10,000 runs, 2,000 beats/s, 5 s")
     ap.add_argument("--shed-after", type=float, default=None, metavar="SECONDS",
                     help="the gateway's shed_after_s (0: never shed beats; default: its own)")
+    ap.add_argument("--shed-hold", type=float, default=None, metavar="SECONDS",
+                    help="the gateway's shed_hold_s (default: its own)")
     ap.add_argument("--profile", type=Path, default=None, metavar="PATH",
                     help="run the gateway under pyinstrument and write its report to PATH "
                          "(text) and PATH with .html")
@@ -548,7 +588,8 @@ def main() -> None:
     profile = str(args.profile.resolve()) if args.profile else None
     if profile:
         Path(profile).unlink(missing_ok=True)
-    gateway = spawn.Process(target=_serve, args=(port, home, args.runs, profile, args.shed_after), daemon=True)
+    gateway = spawn.Process(target=_serve, args=(port, home, args.runs, profile, args.shed_after,
+                                                       args.shed_hold), daemon=True)
     gateway.start()
     _wait_port(port)
     t_ready = time.monotonic()

@@ -115,7 +115,7 @@ class BackgroundLoops:
         else:
             self._apply_leases(set(self.leases.held), set())
         loops += [self._poll_loop(key, backend) for key, backend in self.backends.items()]
-        loops += [self._every(self.settings.heartbeat_coalesce_s, self.hub.flush_heartbeats),
+        loops += [self._flush_beats(),
                   self._every(1.0, self.hub.tick)]
         self.gc_policy.start(collect=False)
         loops += [self._every(1.0, self.gc_tick), self._every(RELEASE_EVERY_S, self.release_heap),
@@ -142,6 +142,15 @@ class BackgroundLoops:
         on): give it back now and then (heap_release.py)."""
         if len(self.hub.runs) >= RELEASE_AFTER_RUNS:
             release_freed_memory()
+
+    async def _flush_beats(self) -> None:
+        """The agents' beats merged every ``heartbeat_coalesce_s``, in slices (hub.py)."""
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_coalesce_s)
+            try:
+                await self.hub.flush_heartbeats_sliced()
+            except Exception:  # keep the loop alive; a bug here must not stop the beats
+                log.exception("merging heartbeats failed")
 
     async def _every(self, seconds: float, fn: Callable[[], object]) -> None:
         while True:

@@ -10,7 +10,7 @@ that changes its cadence or state the next (a copy, without a full merge).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -208,9 +208,10 @@ class RunStore:
 
     # ------------------------------------------------------------------- fed by beats
 
-    def flush(self, now: datetime) -> None:
-        """Merge the beats accepted since the last flush (one event per run at most)."""
-        for run_id in self.beats.take_dirty():
+    def flush(self, now: datetime, run_ids: Iterable[str] | None = None) -> None:
+        """Merge the beats accepted since the last flush (one event per run at most);
+        ``run_ids``: those of them, taken from the beats before (a flush in slices)."""
+        for run_id in self.beats.take_dirty() if run_ids is None else run_ids:
             if self._beat_only(run_id, now) or self._beat_merge(run_id, now):
                 self.events.beats_wait()
             else:

@@ -24,8 +24,8 @@ class GatewaySettings:
     flush_interval_s: float = 0.1  # batched deltas to clients (heartbeats)
     state_flush_s: float = 0.01  # a state event (not a beat) reaches clients this soon
     max_client_lag: int = 100_000  # events a client may fall behind before a resync snapshot
-    shed_after_s: float = 0.3  # a client this far behind is sent state changes only (0: never)
-    shed_hold_s: float = 2.0  # ... until it has been current this long (beat_shedding.py)
+    shed_after_s: float = 0.15  # a client this far behind is sent state changes only (0: never)
+    shed_hold_s: float = 5.0  # ... until it has been current this long (beat_shedding.py)
     # (the event log's size: a client is resynced when the log no longer reaches back)
     heartbeat_coalesce_s: float = 0.1  # heartbeat flood -> one run event per run per window
     release_verify_s: float = 15.0  # after pause/cancel, wait this long for the agent's report
