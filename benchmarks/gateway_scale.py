@@ -168,17 +168,23 @@ def _watch_stalls(path: Path, stall_s: float = 0.1) -> None:
     tick()
 
     def watch() -> None:
-        reported = 0.0
+        reported, longest = 0.0, 0.0
         with path.open("w") as out:
             while True:
                 time.sleep(0.02)
                 behind = time.monotonic() - last[0]
                 if behind > stall_s and last[0] != reported:
-                    reported = last[0]
+                    reported, longest = last[0], behind
                     frame = sys._current_frames().get(main or 0)
                     stack = "".join(traceback.format_stack(frame, limit=12)) if frame else ""
-                    out.write(f"--- stalled {behind * 1000:.0f} ms\n{stack}\n")
+                    out.write(f"--- stalled at {time.time():.2f}\n{stack}\n")
                     out.flush()
+                elif last[0] == reported:
+                    longest = max(longest, behind)
+                elif longest:
+                    out.write(f"--- lasted {longest * 1000:.0f} ms\n")
+                    out.flush()
+                    longest = 0.0
 
     threading.Thread(target=watch, daemon=True).start()
 

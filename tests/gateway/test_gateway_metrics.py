@@ -38,7 +38,7 @@ METRICS_TOKEN = "scrape-secret-1"
 FAMILIES = {
     "irq_connections", "irq_subscribers", "irq_client_lag_events_max",
     "irq_client_lag_events_sum", "irq_frames_received", "irq_frames_sent",
-    "irq_client_resyncs", "irq_rate_limited", "irq_refusals", "irq_command_latency_seconds",
+    "irq_client_resyncs", "irq_updates_shed", "irq_clients_shedding", "irq_rate_limited", "irq_refusals", "irq_command_latency_seconds",
     "irq_commands", "irq_backend_poll_seconds", "irq_backend_poll_errors",
     "irq_backend_reachable", "irq_alerts_open", "irq_jobs_running",
     "irq_job_targets_remaining", "irq_heartbeats_accepted", "irq_runs", "irq_journal_up",
