@@ -126,7 +126,8 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None,
 
     async def main() -> None:
         if os.environ.get("IRQ_BENCH_STALLS"):
-            _watch_stalls(Path(os.environ["IRQ_BENCH_STALLS"]))
+            _watch_stalls(Path(os.environ["IRQ_BENCH_STALLS"]),
+                          float(os.environ.get("IRQ_BENCH_STALL_MS", "100")) / 1000)
         extra: dict[str, float] = {}
         if shed_after_s is not None:
             extra["shed_after_s"] = shed_after_s
