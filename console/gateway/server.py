@@ -22,6 +22,7 @@ import gc
 import logging
 import signal
 import ssl
+import sys
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -78,8 +79,16 @@ log = logging.getLogger("irq.gateway")
 
 HARD_FRAME_LIMIT = 16 * 1024 * 1024  # beyond this websockets closes with 1009
 #: the collector's thresholds: with 100,000 runs indexed, the default (700 allocations) ran a
-#: young collection every few beats and a full one (all runs traversed) every few seconds
-GC_THRESHOLDS = (50_000, 50, 100)
+#: young collection every few beats and a full one (all runs traversed) every few seconds.
+#: Since survivors are frozen every second (gc_policy.py) a young collection walks only what
+#: was made since the last one, so its pause grows with the threshold while the total does
+#: not: 50,000 paused the loop 55-80 ms each second at 20,000 beats/s (the stall watchdog of
+#: benchmarks/gateway_scale.py); 10,000 makes five times as many pauses of a fifth
+GC_THRESHOLDS = (10_000, 50, 100)
+#: how long a thread may hold the interpreter while another waits: the alert sources run on a
+#: worker thread, and each time the event loop gave the interpreter up for a socket call it
+#: waited up to Python's default 5 ms to get it back (60-70 ms stalls in socket callbacks)
+SWITCH_INTERVAL_S = 0.001
 
 
 class Gateway:
@@ -94,6 +103,7 @@ class Gateway:
                  condition_sources: list[ConditionSource] | None = None) -> None:
         self.settings = settings
         gc.set_threshold(*GC_THRESHOLDS)
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         #: survivors frozen each second (console/gc_policy.py); a full collection after the
         #: index grew by half (a first poll of 100,000 runs), not at a random later second
         self.gc_policy = GcPolicy(young=0)

@@ -19,7 +19,7 @@ from console.gateway.protocol import encode
 from console.model import Run
 
 SNAPSHOT_PAGE_RUNS = 300  # runs per page (~225 KB at 750 bytes a run): one fragment each
-SNAPSHOT_SLICE_S = 0.05  # the event loop let through after this long (a turn with the loop
+SNAPSHOT_SLICE_S = 0.02  # the event loop let through after this long (a turn with the loop
 # for every chunk gave a build under load less than half the CPU: it took longer than the
 # event log reaches back, and the client was resynced at once)
 
