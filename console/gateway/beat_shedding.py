@@ -8,7 +8,7 @@ client's oldest unsent beat is about that old at each flush). A client more than
 client reads slowly -- is sent the state changes of its backlog and none of its beats: each
 run of consecutive beat events becomes one ``shed`` marker, ``{"seq": LAST, "kind": "shed",
 "data": {"from": FIRST, "beats": N}}``, so the client's sequence stays contiguous and it can
-tell a shed beat from a lost event. It keeps shedding until it has been back within a third
+tell a shed beat from a lost event. It keeps shedding until it has been back within half
 of the threshold for ``hold_s`` (5 s): a client that caught up by shedding and then took the
 beats again fell behind again at once, and its state changes waited behind those beats each
 time. A beat only moves a run's heartbeat time and progress
@@ -88,7 +88,7 @@ class BeatShedding:
         age = self.marks.age_after(sub.cursor) - self.designed_wait_s
         now = self.marks.clock()
         if sub.shedding:
-            if age > self.shed_after_s / 3:
+            if age > self.shed_after_s / 2:
                 sub.shed_until = now + self.hold_s
             sub.shedding = now < sub.shed_until
         elif age > self.shed_after_s:
