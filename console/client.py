@@ -36,6 +36,8 @@ from console.protocol_version import PROTOCOL_VERSION as PROTOCOL_VERSION
 
 #: the largest message a client takes: a snapshot of 100,000 runs is ~75 MB
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+#: a ``shed`` marker this recent means the gateway is still shedding this client's beats
+SHED_RECENT_S = 1.5
 
 
 class GatewayError(Exception):
@@ -81,6 +83,10 @@ class FleetView:
     #: fleet's cost sort uses the prices the plans use (an older gateway sends none)
     prices: PriceTable = field(default_factory=PriceTable)
     alerts: dict[str, Alert] = field(default_factory=dict)  # active and recently cleared
+    #: the gateway is shedding this client's beats (it fell behind: PROTOCOL.md, ``shed``):
+    #: since when, and when the last marker came; see :meth:`liveness_now`
+    shed_since: datetime | None = None
+    shed_seen_at: datetime | None = None
 
     def load_snapshot(self, frame: dict[str, Any]) -> None:
         from console.alert_model import Alert
@@ -105,6 +111,22 @@ class FleetView:
             self.prices = PriceTable.from_contract(frame["prices"])
         self.alerts = {a["id"]: Alert.model_validate(a) for a in frame.get("alerts", [])}
         self.received_at = utcnow()
+
+    def shedding(self, now: datetime) -> bool:
+        """Is the gateway shedding this client's beats now? (a marker within SHED_RECENT_S:
+        a shedding client gets one with every frame that had beats)"""
+        return self.shed_seen_at is not None and (
+            now - self.shed_seen_at).total_seconds() < SHED_RECENT_S
+
+    def liveness_now(self, now: datetime) -> datetime:
+        """The time to judge runs' heartbeat ages at: ``now``, or while the gateway sheds
+        this client's beats, when that began -- their last beats here are older than the
+        ones the gateway has, and a run that did fall silent comes as a state change (the
+        gateway judges liveness on every beat). Else every run would look late a few
+        seconds into shedding."""
+        if self.shed_since is not None and self.shedding(now):
+            return min(now, self.shed_since)
+        return now
 
     def apply(self, event: dict[str, Any]) -> bool:
         """Apply one event; False when it was already applied (seq not newer)."""
@@ -143,6 +165,11 @@ class FleetView:
         elif kind == "alert":
             alert = Alert.model_validate(data)
             self.alerts[alert.id] = alert
+        elif kind == "shed":
+            now = utcnow()
+            if not self.shedding(now):
+                self.shed_since = now
+            self.shed_seen_at = now
         if seq:
             self.seq = seq
         self.received_at = utcnow()

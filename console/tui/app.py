@@ -275,7 +275,7 @@ class IrqApp(SpanWritingApp):
         if not self.key_first.may_flush():
             return  # a key is in flight: these changes go out with the next flush
         self._pending = FleetChange()
-        now = self.clock()
+        now = self.liveness_clock()
         snapshot = change.runs is None
         change.reordered = self.index.sync(self.view, now, change.runs)
         self._has_data = True
@@ -296,7 +296,7 @@ class IrqApp(SpanWritingApp):
     def _tick_now(self) -> None:
         self.gc_policy.tick()
         self.attention.tick()
-        now = self.clock()
+        now = self.liveness_clock()
         if self.index.retime(now):
             self._record_transitions(now)
             self._apply(FleetChange(runs=set(), reordered=True))
@@ -306,6 +306,11 @@ class IrqApp(SpanWritingApp):
                 screen.tick()
             except NoMatches:
                 pass
+
+    def liveness_clock(self) -> datetime:
+        """``clock()`` for judging runs' heartbeat ages: while the gateway sheds this
+        console's beats, the time that began (FleetView.liveness_now)."""
+        return self.view.liveness_now(self.clock())
 
     def _apply(self, change: FleetChange) -> None:
         screen = self.view_screen

@@ -44,7 +44,7 @@ class FleetScreen(ViewScreen):
         yield from self.compose_top()
         yield SummaryLine(self.irq.glyphs, id="summary")
         yield RunTableHeader(id="table-header")
-        yield RunTable(self.irq.index, glyphs=self.irq.glyphs, clock=self.irq.clock,
+        yield RunTable(self.irq.index, glyphs=self.irq.glyphs, clock=self.irq.liveness_clock,
                        id="runs")
         yield from self.compose_bottom()
 

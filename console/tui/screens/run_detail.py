@@ -163,7 +163,7 @@ class RunDetailScreen(ViewScreen):
 
     def _draw_sections(self) -> None:
         g = self.irq.glyphs
-        now = self.irq.clock()
+        now = self.irq.liveness_clock()
         run = self.run
         summary = self.query_one("#sec-summary", Static)
         if run is None:
