@@ -373,6 +373,8 @@ class IrqApp(SpanWritingApp):
             pending=sum(1 for i in self.view.interrupts.values() if i.status == "pending"),
             view=view_name,
             overdue=overdue_count(self.view.obligations.values(), now),
+            shed_s=(now - self.view.liveness_now(now)).total_seconds()
+            if self.view.shedding(now) else None,
         )
 
     # -------------------------------------------------------------- navigation

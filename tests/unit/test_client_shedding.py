@@ -35,3 +35,12 @@ def test_ages_are_judged_as_of_when_the_shedding_began(monkeypatch: pytest.Monke
     assert held.suspected_state(view.liveness_now(later)) is None
     gone = later + timedelta(seconds=SHED_RECENT_S)  # no marker since: current again
     assert view.liveness_now(gone) == gone
+
+
+def test_the_header_says_the_beats_are_shed_and_for_how_long() -> None:
+    from console.tui.widgets.status_header import HeaderInfo, header_text
+
+    plain = header_text(HeaderInfo(connection="live", lag_ms=12), 100).plain
+    shed = header_text(HeaderInfo(connection="live", lag_ms=12, shed_s=4.0), 100).plain
+    assert "beats shed" not in plain
+    assert "beats shed 4" in shed

@@ -31,6 +31,9 @@ class HeaderInfo:
     pending: int = 0
     view: str = ""
     overdue: int = 0  # obligations past their deadline
+    #: the gateway sheds this console's beats (it fell behind): heartbeat ages are judged as
+    #: of this many seconds ago (FleetView.liveness_now); None: not shedding
+    shed_s: float | None = None
 
 
 CONNECTION_STYLE = {
@@ -54,6 +57,8 @@ def header_text(info: HeaderInfo, width: int, g: GlyphSet = UNICODE) -> Text:
     left.append(f"{symbol} {state}", style=CONNECTION_STYLE.get(state, ""))
     if state == "live" and info.lag_ms is not None:
         left.append(f" lag {info.lag_ms:.0f}ms", style="dim")
+    if state == "live" and info.shed_s is not None:
+        left.append(f" beats shed {format_age(info.shed_s)}", style="bold yellow")
     if state == "reconnecting" and info.attempts:
         left.append(f" #{info.attempts}", style="dim")
     stale = state not in ("live", "recorded") or bool(info.unreachable)
