@@ -24,6 +24,7 @@ from console.cli.serve_options import (
     PriceOption,
     RetentionOption,
     RetryingAfterOption,
+    ShedAfterOption,
     StalledAfterOption,
 )
 from console.cli.session import global_options
@@ -144,6 +145,7 @@ def serve_command(
     alert_grace: AlertGraceOption = None,
     stalled_after: StalledAfterOption = None,
     retrying_after: RetryingAfterOption = None,
+    shed_after: ShedAfterOption = None,
     metrics: MetricsOption = True,
     metrics_token: MetricsTokenOption = None,
 ) -> None:
@@ -166,7 +168,8 @@ def serve_command(
                                metrics=metrics, metrics_token=metrics_token or "",
                                **_upkeep(ctx, retention, price or []),
                                **_alert_settings(ctx, interrupt_deadline, alert_grace,
-                                                 stalled_after, retrying_after))
+                                                 stalled_after, retrying_after),
+                               **_shedding(shed_after))
     from console.gateway.journal_store import is_postgres_url, redacted
 
     if journal and not is_postgres_url(journal):
@@ -225,6 +228,11 @@ def _alert_settings(ctx: typer.Context, interrupt_deadline: str | None,
         if seconds is not None:
             out[field] = seconds
     return out
+
+
+def _shedding(shed_after: float | None) -> dict[str, Any]:
+    """``--shed-after`` (0: never shed) > GatewaySettings' default (beat_shedding.py)."""
+    return {} if shed_after is None else {"shed_after_s": shed_after}
 
 
 def _backend_urls(ctx: typer.Context, backend: list[str] | None) -> tuple[list[str], str]:

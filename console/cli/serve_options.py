@@ -37,6 +37,11 @@ RetryingAfterOption = Annotated[int | None, typer.Option(
     "--retrying-after", metavar="N", min=1, show_default=False,
     help="A step failing this many attempts in a row and backing off: retrying (default: the "
     "context's retrying_after, else 3).")]
+ShedAfterOption = Annotated[float | None, typer.Option(
+    "--shed-after", metavar="SECONDS", min=0.0, show_default=False,
+    help="A client this many seconds behind (beyond the beats' flush interval) is sent state "
+    "changes only, its heartbeat-age updates shed, until it has caught up for 5s; 0: never "
+    "shed (default 0.15).")]
 MetricsOption = Annotated[bool, typer.Option(
     "--metrics/--no-metrics",
     help="Serve Prometheus metrics at /metrics on the gateway's own listener (beside /healthz "
