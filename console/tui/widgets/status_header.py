@@ -55,10 +55,10 @@ def header_text(info: HeaderInfo, width: int, g: GlyphSet = UNICODE) -> Text:
     state = info.connection
     symbol = g.ok if state in ("live", "recorded") else g.stale
     left.append(f"{symbol} {state}", style=CONNECTION_STYLE.get(state, ""))
-    if state == "live" and info.lag_ms is not None:
-        left.append(f" lag {info.lag_ms:.0f}ms", style="dim")
-    if state == "live" and info.shed_s is not None:
+    if state == "live" and info.shed_s is not None:  # says more than the lag then
         left.append(f" beats shed {format_age(info.shed_s)}", style="bold yellow")
+    elif state == "live" and info.lag_ms is not None:
+        left.append(f" lag {info.lag_ms:.0f}ms", style="dim")
     if state == "reconnecting" and info.attempts:
         left.append(f" #{info.attempts}", style="dim")
     stale = state not in ("live", "recorded") or bool(info.unreachable)
