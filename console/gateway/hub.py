@@ -19,7 +19,7 @@ or a tick's work inside one batch of wake-ups.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -174,7 +174,7 @@ class Hub:
 
     # ------------------------------------------------------------ runs and interrupts
 
-    def observe_runs(self, runs: list[Run], gone: list[str] | None = None) -> None:
+    def observe_runs(self, runs: Iterable[Run], gone: list[str] | None = None) -> None:
         self.run_store.observe(runs, gone, self.clock())
 
     def observe_interrupts(self, context_key: str, interrupts: list[Interrupt],

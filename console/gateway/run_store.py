@@ -77,7 +77,7 @@ class RunStore:
 
     # ---------------------------------------------------------------- fed by adapters
 
-    def observe(self, runs: list[Run], gone: list[str] | None, now: datetime) -> None:
+    def observe(self, runs: Iterable[Run], gone: list[str] | None, now: datetime) -> None:
         for run in runs:
             before = self.observed.get(run.id)
             view = self.observed[run.id] = AdapterView.of(run)
