@@ -37,10 +37,8 @@ AS_IS: Any = object()  # ContractCache.encoded: the run's own value
 class ContractCache:
     """The encoded contracts of the runs in ``runs`` (the run store's index, read only)."""
 
-    def __init__(self, runs: dict[str, Run], *, iso: Callable[[datetime | None], str | None],
-                 clock: Callable[[], datetime]) -> None:
+    def __init__(self, runs: dict[str, Run], *, clock: Callable[[], datetime]) -> None:
         self.runs = runs
-        self.iso = iso
         self.clock = clock
         #: run id -> its contract encoded without the fields that change in place or with
         #: the time (CONTRACT_DYNAMIC), in two parts (:meth:`encode_static`); dropped when
@@ -58,42 +56,29 @@ class ContractCache:
         run's heartbeat time and progress as of an event (the beat fast path changes them
         in place since)."""
         parts = self.static.get(run.id) if self.runs.get(run.id) is run else None
-        fast = (at is AS_IS or at is run.heartbeat_at) and (
-            progress is AS_IS or progress == run.progress)
-        if parts is not None and fast:  # one join: a snapshot does this 100,000 times
-            return b"".join((parts[0], b",", parts[1], _dynamic_tail(run, now)))
-        static = self.encode_static(run, now) if parts is None else (
-            parts[0] + b"," + parts[1])
-        if fast:
-            return static + _dynamic_tail(run, now)
-        else:
-            at = run.heartbeat_at if at is AS_IS else at
-            progress = run.progress if progress is AS_IS else progress
-            view = copy_run(run, {"heartbeat_at": at, "progress": progress})
-        suspected = view.suspected_state(now)
-        return static + b"," + encode({
-            "heartbeat_interval_s": run.heartbeat_interval_s,
-            "heartbeat_timeout_s": run.heartbeat_timeout_s, "warnings": run.warnings,
-            "heartbeat_at": at, "progress": progress,
-            "state": view.state.value, "updated_at": view.updated_at,
-            "heartbeat_age_s": view.heartbeat_age_s(now),
-            "observed_age_s": view.observed_age_s(now),
-            "suspected_state": suspected.value if suspected is not None else None,
-        })[1:]
+        if parts is None:
+            parts = self.encode_static(run, now)
+        if not ((at is AS_IS or at is run.heartbeat_at)
+                and (progress is AS_IS or progress == run.progress)):
+            run = copy_run(run, {  # the run as of the event
+                "heartbeat_at": run.heartbeat_at if at is AS_IS else at,
+                "progress": run.progress if progress is AS_IS else progress})
+        # one join: a snapshot does this 100,000 times
+        return b"".join((parts[0], b",", parts[1], _dynamic_tail(run, now)))
 
-    def encode_static(self, run: Run, now: datetime) -> bytes:
+    def encode_static(self, run: Run, now: datetime) -> tuple[bytes, bytes]:
         """The encoded contract of ``run`` without its CONTRACT_DYNAMIC fields (and without
-        its closing brace); cached while ``run`` is the indexed version as two parts: the
-        fields that name the run (CONTRACT_OWN) and the rest, which many runs share
-        (shared_values.py: 100,000 runs' contracts were most of the index)."""
+        its closing brace), in two parts: the fields that name the run (CONTRACT_OWN) and the rest,
+        which many runs share (shared_values.py: 100,000 runs' contracts were most of the
+        index); cached while ``run`` is the indexed version."""
         data = run.contract(now)
         for key in CONTRACT_DYNAMIC:
             del data[key]
-        own = encode({key: data.pop(key) for key in CONTRACT_OWN})[:-1]
-        rest = shared_bytes(encode(data)[1:-1])
+        parts = (encode({key: data.pop(key) for key in CONTRACT_OWN})[:-1],
+                 shared_bytes(encode(data)[1:-1]))
         if self.runs.get(run.id) is run:
-            self.static[run.id] = (own, rest)
-        return own + b"," + rest
+            self.static[run.id] = parts
+        return parts
 
     def drop(self, run_id: str) -> None:
         self.static.pop(run_id, None)

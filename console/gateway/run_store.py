@@ -68,7 +68,7 @@ class RunStore:
         #: as the adapter last reported it (shared with ``beats``: which runs are known)
         self.observed = observed
         self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
-        self.contracts = ContractCache(self.runs, iso=events.iso, clock=clock)
+        self.contracts = ContractCache(self.runs, clock=clock)
         #: one bound method for every event (each event keeps its renderer: a bound method
         #: made per event was 64 bytes of each of the log's 100,000 events)
         self._render = self.contracts.render
