@@ -37,17 +37,13 @@ class ClientSessions:
 
     def __init__(self, settings: GatewaySettings, hub: Hub, frames: SharedFrames,
                  requests: ClientRequests, refusals: RefusalLedger,
-                 counters: Counter[str], *, counts: FrameCounts | None = None,
-                 shedding: BeatShedding | None = None) -> None:
-        """``counts``: frames received and sent, by type (for ``/metrics``); ``shedding``:
-        whether a client that fell behind is sent its state changes only."""
+                 counters: Counter[str], shedding: BeatShedding, *,
+                 counts: FrameCounts | None = None) -> None:
+        """``shedding``: whether a client that fell behind is sent its state changes only;
+        ``counts``: frames received and sent, by type (for ``/metrics``)."""
         self.settings, self.hub, self.frames, self.requests = settings, hub, frames, requests
-        self.refusals, self.counters = refusals, counters
+        self.refusals, self.counters, self.shedding = refusals, counters, shedding
         self.counts = counts if counts is not None else FrameCounts()
-        self.shedding = shedding if shedding is not None else BeatShedding(
-            hub.events.marks, settings.shed_after_s,
-                                     settings.shed_hold_s,
-                                     designed_wait_s=settings.flush_interval_s)
         self.identity_budget = IdentityBuckets(settings.client_identity_frames_per_s,
                                                settings.client_identity_frames_burst)
 
@@ -181,10 +177,7 @@ class ClientSessions:
         events = self.hub.take(sub, EVENTS_PER_FRAME)
         if events is None:
             return None
-        frame = self.frames.events_frame(events, sub.filter, sub.compact_beats)
-        if frame is not None:
-            await ws.send(frame, text=True)
-            self.counts.sent["events"] += 1
+        await self._send(ws, self.frames.events_frame(events, sub.filter, sub.compact_beats))
         return len(events)
 
     async def _send_shed(self, ws: GatewaySocket, sub: Subscriber) -> int | None:
@@ -196,12 +189,14 @@ class ClientSessions:
         first, last, events = taken
         frame, shed = self.frames.shed_frame(first, last, events, sub.filter,
                                              sub.compact_beats)
-        sub.shed += shed
         self.shedding.shed += shed
+        await self._send(ws, frame)
+        return len(events)
+
+    async def _send(self, ws: GatewaySocket, frame: bytes | None) -> None:
         if frame is not None:
             await ws.send(frame, text=True)
             self.counts.sent["events"] += 1
-        return len(events)
 
 
 async def _until_urgent(sub: Subscriber, wake: asyncio.Event) -> None:

@@ -128,7 +128,6 @@ class Subscriber:
     urgent: bool = False  # a state event (not a beat) waits: flush soon
     resyncs: int = 0  # snapshots sent because the client fell behind
     shedding: bool = False  # behind: sent state changes only (beat_shedding.py)
-    shed: int = 0  # beat events not sent to this client
     shed_until: float = 0.0  # shedding at least until then (monotonic)
 
 

@@ -240,7 +240,7 @@ class Gateway:
                                      designed_wait_s=settings.flush_interval_s)
         self.clients = ClientSessions(settings, self.hub, SharedFrames(self.hub),
                                       self.requests, self.refusals, self.counters,
-                                      counts=self.metrics.frames, shedding=self.shedding)
+                                      self.shedding, counts=self.metrics.frames)
         self.handshakes = HandshakeLog()
         facts = JournalFacts(self.journal, self.alerts, self.job_store)
         collector = None
