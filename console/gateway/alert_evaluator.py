@@ -125,9 +125,10 @@ class AlertEvaluator:
                 # the sources walk every run: at 100,000 runs a few hundred ms, which on the
                 # loop held every client's state changes that long (the 1- and 10-client
                 # p99s of benchmarks/gateway_scale.py). On a worker thread the loop gets the
-                # interpreter back every switch interval (5 ms). The sources read the
-                # gateway's containers as lists taken in one step (gateway_conditions.py),
-                # never iterate them while the loop changes them. The journal work: off it too.
+                # interpreter back every switch interval (server.SWITCH_INTERVAL_S, 1 ms).
+                # The sources read the gateway's containers as lists taken in one step
+                # (gateway_conditions.py), never iterate them while the loop changes them.
+                # The journal work: off the loop too.
                 started = time.perf_counter()
                 seen = await asyncio.to_thread(self.conditions)
                 took = time.perf_counter() - started

@@ -275,11 +275,10 @@ class IrqApp(SpanWritingApp):
         if not self.key_first.may_flush():
             return  # a key is in flight: these changes go out with the next flush
         self._pending = FleetChange()
-        now = self.liveness_clock()
         snapshot = change.runs is None
-        change.reordered = self.index.sync(self.view, now, change.runs)
+        change.reordered = self.index.sync(self.view, self.liveness_clock(), change.runs)
         self._has_data = True
-        self._record_transitions(now)
+        self._record_transitions(self.clock())  # the timeline keeps real times
         if change.audit:
             self.merge_audit(change.audit)
         self.redraws += 1
@@ -296,9 +295,8 @@ class IrqApp(SpanWritingApp):
     def _tick_now(self) -> None:
         self.gc_policy.tick()
         self.attention.tick()
-        now = self.liveness_clock()
-        if self.index.retime(now):
-            self._record_transitions(now)
+        if self.index.retime(self.liveness_clock()):
+            self._record_transitions(self.clock())
             self._apply(FleetChange(runs=set(), reordered=True))
         screen = self.view_screen
         if screen is not None:
