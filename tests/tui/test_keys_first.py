@@ -8,8 +8,7 @@ from datetime import timedelta
 from console.model import RunState
 from console.tui.app import IrqApp
 from console.tui.key_priority import KeyFirst
-from console.tui.screens.fleet import FleetScreen
-from tests.tui.test_terminal_bytes import T0, ScriptedSource, agent
+from tests.tui.test_terminal_bytes import T0, ScriptedSource, agent, fleet_shown
 
 
 def test_a_key_holds_flushes_until_settled_or_its_hold_or_the_stale_bound() -> None:
@@ -49,13 +48,7 @@ async def test_a_flush_during_a_key_waits_and_the_next_one_draws_everything() ->
                  tick_interval=3600, ping_interval=0,  # the test fires flushes and ticks
                  key_first=KeyFirst(hold_s=3600, max_stale_s=3600))  # only a refresh frees
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.05)
-            app._apply_pending()
-            if app.index.visible:
-                break
-        screen = app.screen
-        assert isinstance(screen, FleetScreen)
+        screen = await fleet_shown(app, pilot)
         await pilot.pause(0.1)
 
         clock[0] = T0 + timedelta(seconds=2)

@@ -225,20 +225,26 @@ def line_text(table: RunTable, run_id: str) -> str:
     return table.render_line(pos - int(table.scroll_offset.y)).text
 
 
+async def fleet_shown(app: IrqApp, pilot: Any) -> FleetScreen:
+    """Flush the scripted source's first batch (the test drives flushes) until the fleet
+    screen lists runs; that screen."""
+    for _ in range(50):
+        await pilot.pause(0.05)
+        app._apply_pending()
+        if app.index.visible:
+            break
+    screen = app.screen
+    assert isinstance(screen, FleetScreen)
+    return screen
+
+
 async def test_heartbeats_of_healthy_runs_write_nothing_and_a_late_run_shows_at_once() -> None:
     clock = [T0]
     source = ScriptedSource([agent(i, beat_age=1.0 + i / 10) for i in range(40)])
     app = IrqApp(source, context="t", clock=lambda: clock[0], flush_interval=3600,
                  tick_interval=3600, ping_interval=0)  # the test drives flushes and ticks
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.05)
-            app._apply_pending()
-            if app.index.visible:
-                break
-        screen = app.screen
-        assert isinstance(screen, FleetScreen)
-        table = screen.table
+        table = (await fleet_shown(app, pilot)).table
         await pilot.pause(0.1)
         repaints = Repaints(table)
         top = table.index.visible[2]
