@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from typer.testing import CliRunner
 
@@ -131,6 +132,26 @@ class ServedGateway:
 
 
 
+
+
+#: a DBOS worker written the way DBOS's own examples write one (no irq code): three-step
+#: pipelines whose last step fails while a flag file exists (the retry tests' workload)
+RETRY_AGENT = ROOT / "tests" / "cli" / "dbos_retry_agent.py"
+
+
+def start_retry_agent(db: Path, work: Path, pipelines: int | None = None
+                      ) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """:data:`RETRY_AGENT` on the SQLite database ``db``, its files and its log
+    (``agent.log``) in ``work``, with none of irq's environment (a user's worker knows
+    nothing of irq): the process and the open log, for the caller to stop and close."""
+    log = open(work / "agent.log", "ab")  # noqa: SIM115 - the caller closes it
+    argv = [sys.executable, str(RETRY_AGENT), str(db), str(work)]
+    if pipelines is not None:
+        argv.append(str(pipelines))
+    agent = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("IRQ_")})
+    return agent, log
 
 def start_gateway(
     home: Path, backends: list[str] | None = None, port: int | None = None,

@@ -15,17 +15,14 @@ fresh gateway home for each test.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_harness import ROOT, irq
+from cli_harness import irq, start_retry_agent
 from test_retry_dbos import eventually, step_counts
 
 from console.processes import stop_process
@@ -51,13 +48,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
     work = tmp_path_factory.mktemp("retry-crash-work")
     (work / "fail").touch()
     db = work / "agent.db"
-    log = open(work / "agent.log", "ab")  # noqa: SIM115 - closed below
-    agent = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("dbos_retry_agent.py")), str(db),
-         str(work), "2"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("IRQ_")},
-    )
+    agent, log = start_retry_agent(db, work, 2)
     try:
         eventually(lambda: (work / "counts").exists() and all(
             step_counts(work / "counts", f"pipeline-{n}").get("publish") == 1

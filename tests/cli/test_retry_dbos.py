@@ -10,9 +10,6 @@ One gateway and one worker for the module (the tests run in order on one fleet).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import ROOT, ServedGateway, irq, start_gateway
+from cli_harness import ServedGateway, irq, start_gateway, start_retry_agent
 
 from console.processes import stop_process
 
@@ -73,13 +70,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     (work / "fail").touch()
     (work / "hold").touch()
     db = work / "agent.db"
-    log = open(work / "agent.log", "ab")  # noqa: SIM115 - closed below
-    agent = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("dbos_retry_agent.py")), str(db),
-         str(work)],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("IRQ_")},
-    )
+    agent, log = start_retry_agent(db, work)
     gateway: ServedGateway | None = None
     try:
         eventually(lambda: db.exists() or agent.poll() is not None, "the worker's database")

@@ -7,15 +7,12 @@ pipeline, the third twice; one applied ``retry`` per target in the audit); the j
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import ROOT, irq, start_gateway
+from cli_harness import irq, start_gateway, start_retry_agent
 from test_retry_dbos import eventually
 
 from console.processes import stop_process
@@ -39,13 +36,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
     work = tmp_path_factory.mktemp("retry-job-work")
     (work / "fail").touch()
     db = work / "agent.db"
-    log = open(work / "agent.log", "ab")  # noqa: SIM115 - closed below
-    agent = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("dbos_retry_agent.py")), str(db),
-         str(work), "3"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("IRQ_")},
-    )
+    agent, log = start_retry_agent(db, work, 3)
     gateway = None
     try:
         eventually(lambda: db.exists() or agent.poll() is not None, "the worker's database")

@@ -14,9 +14,6 @@ One worker and one gateway for the module.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -33,11 +30,10 @@ from console.tui.screens.alerts import AlertsScreen
 from console.tui.screens.jobs import JobsScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
 from console.tui.widgets.job_bar import JobBar
-from tests.cli.cli_harness import ROOT, ServedGateway, start_gateway
+from tests.cli.cli_harness import ServedGateway, start_gateway, start_retry_agent
 
 pytestmark = pytest.mark.slow
 
-AGENT = ROOT / "tests" / "cli" / "dbos_retry_agent.py"
 PIPELINES = 4
 
 
@@ -48,11 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     work = tmp_path_factory.mktemp("jobs-tui-work")
     (work / "fail").touch()  # the pipelines fail and stay failed
     db = work / "agent.db"
-    log = open(work / "agent.log", "ab")  # noqa: SIM115 - closed below
-    agent = subprocess.Popen(
-        [sys.executable, str(AGENT), str(db), str(work), str(PIPELINES)], stdout=log,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("IRQ_")})
+    agent, log = start_retry_agent(db, work, PIPELINES)
     gateway: ServedGateway | None = None
     try:
         deadline = time.monotonic() + 60

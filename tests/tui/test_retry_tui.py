@@ -10,9 +10,6 @@ leaves the original failed), under its own key.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -26,12 +23,11 @@ from console.tui.app import IrqApp
 from console.tui.fleet_source import LiveSource
 from console.tui.screens.fleet import FleetScreen
 from console.tui.widgets.confirm_dialog import ConfirmDialog
-from tests.cli.cli_harness import ROOT, ServedGateway, start_gateway
+from tests.cli.cli_harness import ServedGateway, start_gateway, start_retry_agent
 
 pytestmark = pytest.mark.slow
 
 FAILED = "dbos:local/pipeline-1"
-AGENT = ROOT / "tests" / "cli" / "dbos_retry_agent.py"
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +37,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     work = tmp_path_factory.mktemp("retry-tui-work")
     (work / "fail").touch()
     db = work / "agent.db"
-    log = open(work / "agent.log", "ab")  # noqa: SIM115 - closed below
-    agent = subprocess.Popen(
-        [sys.executable, str(AGENT), str(db), str(work)], stdout=log,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("IRQ_")})
+    agent, log = start_retry_agent(db, work)
     gateway: ServedGateway | None = None
     try:
         deadline = time.monotonic() + 60
