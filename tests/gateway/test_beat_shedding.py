@@ -104,6 +104,14 @@ async def read_until(ws: Any, message: str, timeout: float = 30.0) -> list[dict[
     return events
 
 
+async def until(predicate: Any, what: str, timeout: float = 10.0) -> None:
+    """Let the gateway run until ``predicate()`` holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)
+
+
 def contiguous(events: list[dict[str, Any]]) -> bool:
     """Each event follows the one before (a ``shed`` marker covers from..seq)."""
     seq = events[0]["seq"] - 1
@@ -133,20 +141,26 @@ async def test_a_client_behind_gets_state_changes_and_shed_markers_instead_of_be
     fast_events: list[dict[str, Any]] = []
     fast_reader = asyncio.create_task(_collect(fast, fast_events))
 
+    def cursors() -> list[int]:
+        return [sub.cursor for sub in gw.hub.subscribers]
+
     # the slow client's flusher blocks on sends far larger than the socket buffers (frames
-    # of 400 KB: its library holds one, the kernel a little) ...
+    # of 400 KB, each flushed before the next is published: its library holds one, the
+    # kernel a little) ...
     for i in range(300):
         gw.hub.publish("notice", {"level": "info", "run_id": None, "message": f"big {i}",
                                   "pad": "x" * 40_000})
         if i % 10 == 9:
-            await asyncio.sleep(0.03)
-    await asyncio.sleep(0.1)
+            await until(lambda published=gw.hub.seq: max(cursors()) >= published,
+                        "the notices flushed")
     # ... while the fleet beats and a state change happens
-    for seq in range(2, 12):
-        beat_all(gw, seq)
-        await asyncio.sleep(0.01)
+    for n in range(2, 12):
+        beat_all(gw, n)
+        await until(lambda: max(cursors()) >= gw.hub.seq, "the beats flushed")
     gw.hub.publish("notice", {"level": "info", "run_id": None, "message": "after"})
-    await asyncio.sleep(0.5)
+    # the slow client's oldest unsent event is past the threshold (0.2 s beyond the flush)
+    await until(lambda: gw.hub.events.marks.age_after(min(cursors())) > 0.3,
+                "the slow client's backlog to age")
 
     got = await read_until(slow, "after")
     kinds = [e["kind"] for e in got]
@@ -162,16 +176,20 @@ async def test_a_client_behind_gets_state_changes_and_shed_markers_instead_of_be
     assert stats["updates_shed"] >= shed and stats["shedding_episodes"] >= 1
 
     # the client that kept up got every beat, no marker
-    await asyncio.sleep(0.2)
-    assert sum(1 for e in fast_events if e["kind"] == "beat") >= 1000
+    await until(lambda: sum(1 for e in fast_events if e["kind"] == "beat") >= 1000,
+                "the fast client's beats")
     assert not any(e["kind"] == "shed" for e in fast_events)
 
     # caught up (for longer than shed_hold_s): beats again
-    await asyncio.sleep(0.6)
-    beat_all(gw, 20)
-    gw.hub.publish("notice", {"level": "info", "run_id": None, "message": "later"})
-    tail = await read_until(slow, "later")
-    assert any(e["kind"] == "beat" for e in tail) and contiguous(got + tail)
+    tail: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 10
+    while not any(e["kind"] == "beat" for e in tail):
+        assert time.monotonic() < deadline, "the caught-up client never got beats again"
+        beat_all(gw, 20 + len(tail))
+        gw.hub.publish("notice", {"level": "info", "run_id": None,
+                                  "message": f"later {len(tail)}"})
+        tail += await read_until(slow, f"later {len(tail)}")
+    assert contiguous(got + tail)
     fast_reader.cancel()
     await slow.close()
     await fast.close()
