@@ -52,6 +52,9 @@ class GatewayError(Exception):
             self.code = code
 
 
+POLICY_VIOLATION = 1008  # websocket close code the gateway uses for a refused token
+
+
 class Unauthorized(GatewayError):
     code = "unauthorized"
 
@@ -306,7 +309,7 @@ class GatewayClient:
         try:
             await self._ws.send(json.dumps(frame, default=str))
         except ConnectionClosed as exc:
-            raise GatewayUnreachable(f"connection to the gateway closed: {exc}") from None
+            raise closed_error(exc) from None
 
     def _fail_pending(self, exc: GatewayError) -> None:
         for fut in self._pending.values():
@@ -320,6 +323,7 @@ class GatewayClient:
     async def _read_loop(self) -> None:
         from websockets.exceptions import ConnectionClosed
 
+        failure: GatewayError | None = None
         try:
             async for raw in self._ws:
                 try:
@@ -331,11 +335,14 @@ class GatewayClient:
             self.closed_reason = "closed by the gateway"
         except ConnectionClosed as exc:
             self.closed_reason = f"connection lost: {exc}"
+            failure = closed_error(exc)
         except asyncio.CancelledError:
             self.closed_reason = "closed"
             raise
         finally:
-            self._fail_pending(GatewayUnreachable(self.closed_reason or "connection closed"))
+            self._fail_pending(
+                failure or GatewayUnreachable(self.closed_reason or "connection closed")
+            )
             self._updates.put_nowait(None)
 
     def _dispatch(self, frame: dict[str, Any]) -> None:
@@ -485,6 +492,18 @@ def _results(answer: dict[str, Any]) -> list[CommandResult]:
     from console.model import CommandResult
 
     return [CommandResult.model_validate(r) for r in answer.get("results", [])]
+
+
+def closed_error(exc: Exception) -> GatewayError:
+    """The error a closed connection means: a token refused after the handshake (close code
+    1008 naming the token, e.g. revoked between the handshake and the session) is
+    ``Unauthorized``, not a network failure worth retrying; a 1008 for a hello that came
+    too late is worth retrying."""
+    received = getattr(exc, "rcvd", None)
+    if (received is not None and received.code == POLICY_VIOLATION
+            and any(word in received.reason for word in ("token", "unauthorized"))):
+        return Unauthorized(received.reason)
+    return GatewayUnreachable(f"connection to the gateway closed: {exc}")
 
 
 def _error_from_frame(frame: dict[str, Any]) -> GatewayError:

@@ -115,7 +115,7 @@ class Connections:
         request = ws.request  # never None here: websockets calls this after the handshake
         principal = None if request is None else self._principal(request)
         if request is None or principal is None:  # token revoked between handshake and here
-            await ws.close(1008, "unauthorized")
+            await ws.close(1008, "token revoked or expired")
             return
         self.open_sessions[ws] = principal
         try:
