@@ -86,6 +86,9 @@ class ClientSessions:
             await send_large(ws, first)
             if first is not None:
                 self.counts.sent["events" if replay is not None else "snapshot"] += 1
+            # let the first frame go: this session lasts as long as the client stays, and
+            # a snapshot of 100,000 runs is 75 MB
+            first = replay = None
             if sub is not None:
                 if sub.cursor < self.hub.seq:  # the rest of a replay
                     sub.urgent = True
