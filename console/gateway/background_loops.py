@@ -118,7 +118,7 @@ class BackgroundLoops:
         loops += [self._flush_beats(),
                   self._every(1.0, self.hub.tick)]
         self.gc_policy.start(collect=False)
-        loops += [self._every(1.0, self.gc_tick), self._every(RELEASE_EVERY_S, self.release_heap),
+        loops += [self._every(1.0, self.gc_tick), self._release_heap_loop(),
                   self._every(min(5.0, self.settings.refusal_interval_s), self.refusals.flush),
                   self._recovery_loop(),
                   self._every(1.0, self._watch_policy),
@@ -136,12 +136,18 @@ class BackgroundLoops:
         else:
             self.gc_policy.tick()
 
-    def release_heap(self) -> None:
-        """A large index churns through run versions and events whose freed memory glibc
-        keeps (the first beats' events alone: ~85 MB at 100,000 runs, freed as the log rolls
-        on): give it back now and then (heap_release.py)."""
-        if len(self.hub.runs) >= RELEASE_AFTER_RUNS:
-            release_freed_memory()
+    async def _release_heap_loop(self) -> None:
+        """A large index churns through run versions, events and snapshots whose freed
+        memory glibc keeps (a client's snapshot alone: 75 MB at 100,000 runs): give it back
+        every RELEASE_EVERY_S, on a worker thread (``malloc_trim`` walks the heap, 1-11 ms
+        at 100,000 runs, without the GIL)."""
+        while True:
+            await asyncio.sleep(RELEASE_EVERY_S)
+            if len(self.hub.runs) >= RELEASE_AFTER_RUNS:
+                try:
+                    await asyncio.to_thread(release_freed_memory)
+                except Exception:  # keep the loop alive
+                    log.exception("releasing freed memory failed")
 
     async def _flush_beats(self) -> None:
         """The agents' beats merged every ``heartbeat_coalesce_s``, in slices (hub.py)."""

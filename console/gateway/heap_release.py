@@ -16,7 +16,7 @@ from typing import Any
 #: a poll reporting at least this many runs is followed by a release, and an index of at
 #: least this many runs is released every RELEASE_EVERY_S (its churn frees memory too)
 RELEASE_AFTER_RUNS = 10_000
-RELEASE_EVERY_S = 30.0
+RELEASE_EVERY_S = 5.0
 
 
 _NOT_LOADED: Any = object()
