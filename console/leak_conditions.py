@@ -2,11 +2,8 @@
 conditions they raise (``leak_suspected``, ``held_too_long``). Pure functions over runs as the
 hub indexes them, so ``irq leaks``, the alert evaluator and tests ask the one rule.
 
-A resource is leaked when
-- its release was expected after a pause or cancel and no release report came by the
-  deadline (console/gateway/release_checks.py marks it ``suspected_leak``), or
-- its run ended (completed, failed, cancelled, terminated) and the last report still says
-  ``held``: nothing of that run will release it any more.
+A resource is leaked by the rule of console/leak_rule.py (no release report after a pause or
+cancel, or still held by a run that ended).
 
 ``held_too_long``: a paused run keeping an ``on_pause = "keep"`` resource (by design, so it can
 resume at once) for longer than the operator's ``held_too_long_after``: worth a look, not a
@@ -18,17 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from console.alert_model import AlertKind, Condition
-from console.model import Resource, Run, RunState
+from console.leak_rule import LeakReason, leak_reason
+from console.model import Run, RunState
 
 DEFAULT_HELD_TOO_LONG = timedelta(hours=1)
 
-LeakReason = Literal["no_release_report", "run_ended"]
-
-_ENDED = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED,
-                    RunState.TERMINATED})
 
 #: a resource kind's price per hour, when one is known (None: unknown)
 PricePerHour = Callable[[str], float | None]
@@ -73,21 +67,13 @@ def _since(run: Run) -> datetime | None:
     return run.heartbeat_at or run.observed_at or run.updated_at
 
 
-def _reason(run: Run, resource: Resource) -> LeakReason | None:
-    if resource.state == "suspected_leak":
-        return "no_release_report"
-    if resource.state == "held" and run.state in _ENDED:
-        return "run_ended"
-    return None
-
-
 def leaks(runs: Iterable[Run], now: datetime,
           price_per_hour: PricePerHour | None = None) -> list[Leak]:
     """Every leaked resource of ``runs``, oldest first."""
     found = []
     for run in runs:
         for resource in run.resources:
-            reason = _reason(run, resource)
+            reason = leak_reason(resource.state, run.state.value)
             if reason is None:
                 continue
             since = _since(run)

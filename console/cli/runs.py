@@ -27,6 +27,7 @@ from console.cli.output import (
     suggest,
 )
 from console.cli.session import connection_of, with_gateway
+from console.leak_rule import leak_reason
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -139,7 +140,7 @@ def runs_table(contracts: list[dict[str, Any]]) -> Table:
     for c in contracts:
         held = [r for r in c["resources"] if r["state"] != "released"]
         resources = ", ".join(
-            f"{r['kind']}" + ("!" if r["state"] == "suspected_leak" else "") for r in held
+            f"{r['kind']}" + ("!" if leak_reason(r["state"], c["state"]) else "") for r in held
         )
         state_text = _state_cell(c)
         if c.get("preempted"):

@@ -35,6 +35,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec("terminate", ":terminate [RUN...]", "terminate runs (no cleanup)", ("kill",),
                 True),
     CommandSpec("retry", ":retry [RUN]", "retry a failed run from its failed step", (), True),
+    CommandSpec("release", ":release [RUN] RESOURCE", "force a resource free (a suspected "
+                "leak): the run's own release is not seen", (), True),
     CommandSpec("approve", ":approve [INTERRUPT]", "approve as proposed", (), True),
     CommandSpec("edit", ":edit [INTERRUPT]", "approve with edited arguments", (), True),
     CommandSpec("reject", ":reject [INTERRUPT]", "reject with feedback", (), True),
@@ -54,7 +56,7 @@ for _spec in SPECS:
     for _alias in _spec.aliases:
         BY_NAME[_alias] = _spec
 
-NEEDS_ARG = {"run", "ctx"}
+NEEDS_ARG = {"run", "ctx", "release"}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from console.leak_rule import leak_reason
 from console.model import AuditEntry, Interrupt, JournalStep, Run, RunState
 from console.terminal_text import terminal_safe
 from console.tui.inert_text import inert
@@ -110,8 +111,10 @@ def resources(run: Run, g: GlyphSet) -> RenderableType:
     for col in ("RESOURCE", "KIND", "ON PAUSE", "ON CANCEL", "STATE"):
         table.add_column(col, no_wrap=col != "RESOURCE", overflow="fold")
     for r in run.resources:
-        state_style = {"held": "", "released": "dim", "suspected_leak": "bold red"}[r.state]
-        state = "LEAK?" if r.state == "suspected_leak" else r.state
+        leaked = leak_reason(r.state, run.state.value)
+        state_style = "bold red" if leaked else ("dim" if r.state == "released" else "")
+        state = {"no_release_report": "LEAK?", "run_ended": "LEAK? (run ended)"}.get(
+            leaked or "", r.state)
         table.add_row(inert(r.id), inert(r.kind),
                       Text(r.on_pause, style="green" if r.on_pause == "keep" else "yellow"),
                       Text(r.on_cancel, style="yellow" if r.on_cancel == "keep" else ""),

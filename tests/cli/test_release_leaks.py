@@ -109,14 +109,14 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
             stop_process(gateway.process)
 
 
-def test_leaks_lists_the_resources_of_a_run_that_ended_holding_them(fleet: Fleet):
+def test_leaks_lists_the_resources_of_a_run_that_ended_holding_them(fleet: Fleet) -> None:
     leaks = eventually(lambda: len(fleet.leaks()) == 3 and fleet.leaks(), "three leaks")
     gpu = leaks["gpu-7"]
     assert gpu["kind"] == "gpu" and gpu["reason"] == "run_ended"
     assert gpu["run_state"] == "completed" and gpu["age_s"] is not None
 
 
-def test_a_forced_release_runs_the_configured_command_once_and_is_audited(fleet: Fleet):
+def test_a_forced_release_runs_the_configured_command_once_and_is_audited(fleet: Fleet) -> None:
     refused = irq("release", RUN, "lic-1", "--yes", env=fleet.env)
     assert refused.code == 2 and "--force" in refused.stderr
     plan = irq("release", RUN, "lic-1", "--dry-run", "-o", "json", env=fleet.env)
@@ -148,7 +148,7 @@ def test_a_forced_release_runs_the_configured_command_once_and_is_audited(fleet:
 
 
 def test_a_forced_release_through_the_agent_callback_is_verified_by_its_next_report(
-        fleet: Fleet):
+        fleet: Fleet) -> None:
     none = irq("release", RUN, "scratch-1", "--force", "--yes", env=fleet.env)
     assert none.code != 0
     said = none.stdout + none.stderr
@@ -165,3 +165,78 @@ def test_a_forced_release_through_the_agent_callback_is_verified_by_its_next_rep
         ("trainer-1", "gpu-7", "node drain")]
     # the verifying beat reaches the fleet's snapshot at the next merge (beats are coalesced)
     eventually(lambda: "gpu-7" not in fleet.leaks(), "gpu-7 off the leak list", timeout=15)
+
+
+async def test_L_in_the_console_shows_the_release_plan_defaults_to_no_then_releases(
+        fleet: Fleet) -> None:
+    """The console's way to the same release: ``L`` on the run's detail picks its first
+    suspected leak (the licence seat: its earlier release was not verified), the dialog shows
+    the gateway's plan (the configured command), No sends nothing, Yes runs the command once
+    more; ``:release`` names the disk, whose plan asks the agent, which has no callback for
+    it: the results say so, naming both ways to declare a release."""
+    from console.leak_rule import leak_reason
+    from console.tui.app import IrqApp
+    from console.tui.fleet_source import LiveSource
+    from console.tui.screens.run_detail import RunDetailScreen
+    from console.tui.widgets.confirm_dialog import ConfirmDialog
+    from console.tui.widgets.results_dialog import ResultsDialog
+    from tests.tui.tui_pilot import type_text, until
+
+    calls = fleet.work / "calls.jsonl"
+    before = calls.read_text().splitlines()
+    app = IrqApp(LiveSource(fleet.gateway.url, fleet.gateway.operator), context="test")
+    async with app.run_test(size=(100, 32)) as pilot:
+        await until(pilot, lambda: RUN in app.view.runs, "the run in the fleet", 30)
+        app.open_run(RUN)
+        await until(pilot, lambda: isinstance(app.screen, RunDetailScreen), "the run's detail")
+        detail = app.screen
+        shown = app.view.runs[RUN]
+        leaks = [r.id for r in shown.resources if leak_reason(r.state, shown.state.value)]
+        assert leaks[0] == "lic-1" and "gpu-7" not in leaks
+
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the release dialog")
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmDialog) and dialog.targets == [RUN]
+        assert dialog.plan is not None and "free_license.py" in " ".join(dialog.plan.operations)
+        await pilot.press("enter")  # the reason hands over to No ...
+        assert app.focused is not None and app.focused.id == "no"
+        await pilot.press("enter")  # ... and No sends nothing
+        await until(pilot, lambda: app.screen is detail and not app.mutation_pending,
+                    "the dialog closed")
+        assert calls.read_text().splitlines() == before
+
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the release dialog")
+        await type_text(pilot, "seat still out")
+        await pilot.press("tab", "tab", "enter")  # No, then Yes
+        await until(pilot, lambda: isinstance(app.screen, ResultsDialog), "the results")
+        results = app.screen
+        assert isinstance(results, ResultsDialog)
+        (result,) = results.results
+        assert (result.action, result.target, result.outcome) == ("release", RUN, "applied")
+        assert len(calls.read_text().splitlines()) == len(before) + 1
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is detail and not app.mutation_pending,
+                    "the results closed")
+
+        await pilot.press("colon")
+        await type_text(pilot, "release scratch-1")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the release dialog")
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmDialog) and dialog.plan is not None
+        assert "ask the agent" in " ".join(dialog.plan.operations)  # no release_command
+        await type_text(pilot, "disk too")
+        await pilot.press("tab", "tab", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ResultsDialog), "the results")
+        results = app.screen
+        assert isinstance(results, ResultsDialog)
+        (result,) = results.results
+        # the agent has no callback for the disk: refused, naming both ways to declare one
+        assert result.outcome != "applied"
+        assert "release_command" in (result.detail or "") and "on_release" in (
+            result.detail or "")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is detail and not app.mutation_pending,
+                    "the results closed")

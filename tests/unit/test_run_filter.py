@@ -157,3 +157,17 @@ def test_version_and_error_are_substrings_and_failed_and_given_up_states_select(
     assert matches("state:given_up", given_up) and not matches("state:given_up", failed)
     assert FilterQuery.parse("state:failed,given_up").states() == {RunState.FAILED,
                                                                   RunState.GIVEN_UP}
+
+
+def test_has_leak_is_the_leak_rule_of_irq_leaks() -> None:
+    """``has:leak`` matches what ``irq leaks`` lists: a release report that never came, or a
+    resource still held by a run that ended -- not a held resource of a live run."""
+    gpu = Resource(id="gpu-1", kind="gpu")
+    unreported = run("paused", state=RunState.PAUSED,
+                     resources=[gpu.model_copy(update={"state": "suspected_leak"})])
+    ended = run("done", state=RunState.COMPLETED, resources=[gpu])
+    freed = run("freed", state=RunState.COMPLETED,
+                resources=[gpu.model_copy(update={"state": "released"})])
+    live = run("live", resources=[gpu])
+    assert matches("has:leak", unreported) and matches("has:leak", ended)
+    assert not matches("has:leak", freed) and not matches("has:leak", live)

@@ -42,7 +42,7 @@ DECISIONS: dict[str, DecisionKind] = {
     "reject": DecisionKind.REJECT,
     "respond": DecisionKind.RESPOND,
 }
-MUTATING = frozenset(RUN_ACTIONS) | frozenset(DECISIONS)
+MUTATING = frozenset(RUN_ACTIONS) | frozenset(DECISIONS) | {"release"}
 
 # "/" and ":" are priority bindings: they run when the key is read, before the keys typed
 # right after them (same SSH packet) are routed, so those land in the command bar.
@@ -182,7 +182,7 @@ class ViewScreen(Screen[None]):
             if self.irq.decide_role_missing(intr):
                 return None  # shown dimmed: the interrupt's rule needs a higher role
             return True if self.irq.may_mutate()[0] else None
-        if action in RUN_ACTIONS:
+        if action in RUN_ACTIONS or action == "release":
             if not self.selected_run_ids():
                 return None
             return True if self.irq.may_mutate()[0] else None
@@ -237,6 +237,18 @@ class ViewScreen(Screen[None]):
             return
         irq.run_mutation(mutation_flows.decision_steps(irq, kind, interrupt_id),
                          "_decision_flow")
+
+    def request_release(self, run_id: str, resource_id: str) -> None:
+        """Force ``resource_id`` of ``run_id`` free (plan and confirmation first)."""
+        irq = self.irq
+        allowed, why = irq.may_mutate()
+        if not allowed:
+            irq.notify(f"release: {why}", title="Not allowed", severity="error")
+            return
+        if irq.mutation_pending:
+            return
+        irq.run_mutation(mutation_flows.release_steps(irq, run_id, resource_id),
+                         "_release_flow")
 
     # ---------------------------------------------------------------- actions
 

@@ -44,6 +44,8 @@ def run_command(screen: ViewScreen, line: str) -> None:
             screen.request_action(Action(name), [t for t in targets if t])
         elif not targets:
             app.notify(f":{name}: no run selected (:{name} RUN)", severity="error")
+    elif name == "release":
+        release(screen, cmd.args)
     elif name in ("approve", "edit", "reject", "respond"):
         decide(screen, DecisionKind(name), cmd.args)
     elif name == "filter":
@@ -72,6 +74,31 @@ def decide(screen: ViewScreen, kind: DecisionKind, args: tuple[str, ...]) -> Non
                        severity="error")
     if intr_id:
         screen.request_decision(kind, intr_id)
+
+
+def release(screen: ViewScreen, args: tuple[str, ...]) -> None:
+    """``:release [RUN] RESOURCE``: force a resource of the named run (or of the selected
+    one) free, as ``irq release RUN RESOURCE --force`` does."""
+    app = screen.irq
+    selected = screen.selected_run_ids()
+    if len(args) == 1 and len(selected) == 1:
+        run_id: str | None = selected[0]
+    elif len(args) == 2:
+        run_id = resolve_run(app, args[0])
+    else:
+        app.notify(":release [RUN] RESOURCE (the run: the one selected, or named)",
+                   severity="error")
+        return
+    run = app.view.runs.get(run_id) if run_id else None
+    if run is None:
+        return
+    resource = args[-1]
+    if resource not in {r.id for r in run.resources}:
+        held = ", ".join(r.id for r in run.resources) or "none"
+        app.notify(f"{run.id} holds no resource {resource!r} (it holds: {held})",
+                   severity="error")
+        return
+    screen.request_release(run.id, resource)
 
 
 def sort(app: IrqApp, args: tuple[str, ...]) -> None:

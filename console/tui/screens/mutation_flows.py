@@ -1,15 +1,16 @@
 """The steps of the screens' mutations, each run as the app's one mutation flow.
 
-Run actions and decisions (any view) and obligations (``o``): dry run (the gateway's plan,
-run actions only) -> :class:`ConfirmDialog` (targets, plan, reason, default No) -> the real
-command -> :class:`ResultsDialog` (per-item outcome). The screens check permissions and the
+Run actions and decisions (any view), obligations (``o``) and a forced release (``L`` on a
+run, ``:release``): dry run (the gateway's plan; run actions and releases only) ->
+:class:`ConfirmDialog` (targets, plan, reason, default No) -> the real command ->
+:class:`ResultsDialog` (per-item outcome). The screens check permissions and the
 selection and start these through :meth:`IrqApp.run_mutation`; a failure to reach the
 gateway is reported per target, never raised.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -190,3 +191,41 @@ async def alert_ack_steps(app: IrqApp, alert_id: str) -> None:
         results = unanswered("alert_ack", [alert_id])
     await app.push_screen_wait(ResultsDialog("Acknowledge", results, app.glyphs,
                                              app.ascii_only))
+
+
+async def release_steps(app: IrqApp, run_id: str, resource_id: str) -> None:
+    """Force a resource of a run free (``irq release RUN RESOURCE --force``): the gateway's
+    plan (what it will call: the kind's release_command or the agent's release callback),
+    a confirmation that says it goes behind the run's back (default No), the real command,
+    results (``verified`` once the run's next report says released)."""
+    extra: dict[str, Any] = {"resource": resource_id}
+    try:
+        dry = await app.source.named_command("release", [run_id],
+                                             extra={**extra, "dry_run": True})
+    except GatewayError as exc:
+        app.notify(exc.message, title="No plan for release", severity="error")
+        return
+    plan = next((r.plan for r in dry if r.plan is not None), None)
+    head = Text()
+    head.append(terminal_safe(f"release {resource_id} of {run_id}"), style="bold")
+    head.append("\nirq cannot see the run release it itself: the run may still be using it",
+                style="red")
+    for r in dry:
+        if r.outcome not in ("applied", "planned"):
+            head.append("\n" + terminal_safe(f"{app.glyphs.stale} {r.outcome}: "
+                                             f"{r.detail or r.error or ''}"), style="bold red")
+    dialog = ConfirmDialog(title=f"Release {resource_id}?", verb="release", targets=[run_id],
+                           plan=plan, details=head, danger=True, glyphs=app.glyphs,
+                           ascii_only=app.ascii_only)
+    outcome = await app.push_screen_wait(dialog)
+    if outcome is None:
+        app.notify("release: nothing sent", timeout=3)
+        return
+    try:
+        results = await app.source.named_command("release", [run_id], reason=outcome.reason,
+                                                 extra=extra)
+    except GatewayError as exc:
+        results = failed(app, "release", [run_id], exc)
+    if not results:
+        results = unanswered("release", [run_id])
+    await app.push_screen_wait(ResultsDialog("Release", results, app.glyphs, app.ascii_only))

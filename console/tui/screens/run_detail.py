@@ -18,10 +18,12 @@ from rich.console import Group
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from console.client import GatewayError
+from console.leak_rule import leak_reason
 from console.model import AuditEntry, Heartbeat, Interrupt, JournalStep, Run
 from console.semantics import unified_state
 from console.terminal_text import terminal_safe
@@ -48,7 +50,8 @@ def beat_gaps(samples: list[datetime]) -> list[float]:
 class RunDetailScreen(ViewScreen):
     VIEW_NAME = "run"
 
-    BINDINGS = [*RUN_BINDINGS, *(replace(b, show=False) for b in DECISION_BINDINGS)]
+    BINDINGS = [*RUN_BINDINGS, *(replace(b, show=False) for b in DECISION_BINDINGS),
+                Binding("L", "release", "free a leak", show=False, id="release")]
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
@@ -183,8 +186,10 @@ class RunDetailScreen(ViewScreen):
         self.query_one("#beats", Sparkline).set_values(
             gaps, f"{len(self.beats)} beats, {last}",
             ceiling=run.heartbeat_timeout_s or None, tone=tone)
-        self.query_one("#sec-resources", Static).update(
-            sections.section("Resources", sections.resources(run, g)))
+        leaked = any(leak_reason(r.state, run.state.value) for r in run.resources)
+        self.query_one("#sec-resources", Static).update(sections.section(
+            "Resources (L frees a leak)" if leaked else "Resources",
+            sections.resources(run, g)))
         self.query_one("#sec-warnings", Static).update(
             sections.section("Recoverability", sections.warnings(run, self.notes, g)))
         self.query_one("#sec-timeline", Static).update(
@@ -226,3 +231,18 @@ class RunDetailScreen(ViewScreen):
 
     def selected_interrupt(self) -> Interrupt | None:
         return oldest_pending_interrupt(self.irq.view, self.run_id)
+
+    def action_release(self) -> None:
+        """``L``: force the run's first suspected leak free (``:release RESOURCE`` names
+        another, or a resource still held)."""
+        run = self.run
+        leaks = [r.id for r in run.resources
+                 if leak_reason(r.state, run.state.value)] if run else []
+        if not leaks:
+            self.irq.notify("no suspected leak on this run (:release RESOURCE frees a held "
+                            "one)", severity="warning")
+            return
+        if len(leaks) > 1:
+            self.irq.notify(f"also suspected: {', '.join(terminal_safe(x) for x in leaks[1:])}"
+                            " (:release RESOURCE)", timeout=6)
+        self.request_release(self.run_id, leaks[0])
