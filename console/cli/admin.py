@@ -25,6 +25,7 @@ from console.cli.serve_options import (
     RetentionOption,
     RetryingAfterOption,
     ShedAfterOption,
+    ShedHoldOption,
     StalledAfterOption,
 )
 from console.cli.session import global_options
@@ -146,6 +147,7 @@ def serve_command(
     stalled_after: StalledAfterOption = None,
     retrying_after: RetryingAfterOption = None,
     shed_after: ShedAfterOption = None,
+    shed_hold: ShedHoldOption = None,
     metrics: MetricsOption = True,
     metrics_token: MetricsTokenOption = None,
 ) -> None:
@@ -169,7 +171,7 @@ def serve_command(
                                **_upkeep(ctx, retention, price or []),
                                **_alert_settings(ctx, interrupt_deadline, alert_grace,
                                                  stalled_after, retrying_after),
-                               **_shedding(shed_after))
+                               **_shedding(shed_after, shed_hold))
     from console.gateway.journal_store import is_postgres_url, redacted
 
     if journal and not is_postgres_url(journal):
@@ -230,9 +232,11 @@ def _alert_settings(ctx: typer.Context, interrupt_deadline: str | None,
     return out
 
 
-def _shedding(shed_after: float | None) -> dict[str, Any]:
-    """``--shed-after`` (0: never shed) > GatewaySettings' default (beat_shedding.py)."""
-    return {} if shed_after is None else {"shed_after_s": shed_after}
+def _shedding(shed_after: float | None, shed_hold: float | None) -> dict[str, Any]:
+    """``--shed-after`` (0: never shed) and ``--shed-hold`` > GatewaySettings' defaults
+    (beat_shedding.py)."""
+    given = {"shed_after_s": shed_after, "shed_hold_s": shed_hold}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def _backend_urls(ctx: typer.Context, backend: list[str] | None) -> tuple[list[str], str]:

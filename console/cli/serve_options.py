@@ -40,8 +40,13 @@ RetryingAfterOption = Annotated[int | None, typer.Option(
 ShedAfterOption = Annotated[float | None, typer.Option(
     "--shed-after", metavar="SECONDS", min=0.0, show_default=False,
     help="A client this many seconds behind (beyond the beats' flush interval) is sent state "
-    "changes only, its heartbeat-age updates shed, until it has caught up for 5s; 0: never "
-    "shed (default 0.15).")]
+    "changes only, its heartbeat-age updates shed, until it has caught up for --shed-hold; 0: "
+    "never shed (default 0.15).")]
+ShedHoldOption = Annotated[float | None, typer.Option(
+    "--shed-hold", metavar="SECONDS", min=0.0, show_default=False,
+    help="How long a shedding client must stay within half the --shed-after threshold before "
+    "it gets every beat again (default 5; shorter: fresher ages sooner, more back and forth "
+    "under load).")]
 MetricsOption = Annotated[bool, typer.Option(
     "--metrics/--no-metrics",
     help="Serve Prometheus metrics at /metrics on the gateway's own listener (beside /healthz "
