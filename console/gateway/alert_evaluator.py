@@ -14,9 +14,11 @@ peers through the journal (peering.py), notifications from it (notifications.py)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -53,29 +55,36 @@ class AlertEvaluator:
                  publish: Callable[[str, dict[str, Any]], Any],
                  clock: Callable[[], datetime], grace_s: float = DEFAULT_GRACE_S,
                  owns: Callable[[str | None], bool] = lambda _key: True,
-                 raised_by: str = "", tick_s: float = TICK_S) -> None:
-        """``owns(context_key)``: whether this gateway judges conditions of that context."""
+                 raised_by: str = "", tick_s: float = TICK_S,
+                 one_walk: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+                 ) -> None:
+        """``owns(context_key)``: whether this gateway judges conditions of that context;
+        ``one_walk``: what :meth:`conditions` calls the sources within (the gateway's run
+        sources share one walk of its index in it: gateway_conditions.py)."""
         self.store = store
         self.sources = list(sources)
         self.publish, self.clock, self.owns = publish, clock, owns
         self.window = GraceWindow(grace_s)
         self.raised_by = raised_by
         self.tick_s = tick_s
+        self.one_walk = one_walk
         self.counters: dict[str, int] = {"raised": 0, "cleared": 0, "source_errors": 0}
 
     def conditions(self) -> dict[str, Condition]:
         """The conditions of every source that hold now, once per key, of owned contexts."""
         seen: dict[str, Condition] = {}
-        for source in self.sources:
-            try:
-                found = list(source())
-            except Exception:  # one broken source must not silence the others
-                self.counters["source_errors"] += 1
-                log.exception("condition source %s failed", getattr(source, "__name__", source))
-                continue
-            for cond in found:
-                if cond.key not in seen and self.owns(context_of(cond)):
-                    seen[cond.key] = cond
+        with self.one_walk():
+            for source in self.sources:
+                try:
+                    found = list(source())
+                except Exception:  # one broken source must not silence the others
+                    self.counters["source_errors"] += 1
+                    log.exception("condition source %s failed",
+                                  getattr(source, "__name__", source))
+                    continue
+                for cond in found:
+                    if cond.key not in seen and self.owns(context_of(cond)):
+                        seen[cond.key] = cond
         return seen
 
     def tick(self) -> list[Alert]:

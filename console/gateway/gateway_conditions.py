@@ -5,7 +5,8 @@ more sources at construction (alert_evaluator.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from backend_adapters.base import Backend
@@ -16,12 +17,12 @@ from console.alert_sources.liveness_unknown import liveness_unknown, poll_budget
 from console.alert_sources.no_workers import no_workers
 from console.alert_sources.obligation_overdue import obligation_overdue
 from console.alert_sources.retrying import retrying
+from console.alert_sources.run_groups import RunGroups, group_runs
 from console.alert_sources.stalled import ProgressMarks, stalled
 from console.gateway.alert_evaluator import ConditionSource
 from console.gateway.hub import Hub
 from console.gateway.obligation_store import ObligationStore
 from console.leak_conditions import PricePerHour, held_too_long, leak_suspected
-from console.model import RunState
 
 
 class GatewayConditions:
@@ -47,26 +48,47 @@ class GatewayConditions:
         self.retrying_after, self.stalled_after_s = retrying_after, stalled_after_s
         self.started_at, self.poll_budget_s = started_at, poll_budget_s
         self.marks = ProgressMarks()
+        self._walking = False  # inside one_walk
+        self._walked: RunGroups | None = None  # the walk of this one_walk
 
     def sources(self) -> list[ConditionSource]:
         return [self.given_up, self.retrying, self.no_workers, self.stalled,
                 self.liveness_unknown, self.interrupt_overdue, self.obligation_overdue,
                 self.leak_suspected, self.held_too_long]
 
+    @contextlib.contextmanager
+    def one_walk(self) -> Iterator[None]:
+        """Within it (one evaluator tick: alert_evaluator.py), the run sources share one walk
+        of the index (run_groups.py); outside, each call walks anew."""
+        self._walking = True
+        try:
+            yield
+        finally:
+            self._walking, self._walked = False, None
+
+    def _groups(self) -> RunGroups:
+        if self._walked is not None:
+            return self._walked
+        groups = group_runs(list(self.hub.runs.values()))
+        if self._walking:
+            self._walked = groups
+        return groups
+
     def given_up(self) -> Iterable[Condition]:
-        return given_up(list(self.hub.runs.values()))
+        return given_up(self._groups().given_up)
 
     def retrying(self) -> Iterable[Condition]:
-        return retrying(list(self.hub.runs.values()), after=self.retrying_after)
+        return retrying(self._groups().retrying, after=self.retrying_after)
 
     def no_workers(self) -> Iterable[Condition]:
         return no_workers(dict(self.reported))
 
     def stalled(self) -> Iterable[Condition]:
         now = self.hub.clock()
-        runs = list(self.hub.runs.values())
-        self.marks.note(runs, now)
-        return stalled(runs, self.marks, now, after_s=self.stalled_after_s)
+        self.marks.note_progress(self._groups().progress, now)
+        # the candidates are read from the index by id (a dict's get: safe while the loop
+        # changes it)
+        return stalled(self.hub.runs, self.marks, now, after_s=self.stalled_after_s)
 
     def liveness_unknown(self) -> Iterable[Condition]:
         budgets = {key: self.poll_budget_s or poll_budget(b.poll_interval_s)
@@ -81,11 +103,11 @@ class GatewayConditions:
         return obligation_overdue(self.obligations.listing(state="overdue"), self.hub.clock())
 
     def leak_suspected(self) -> Iterable[Condition]:
-        return leak_suspected(list(self.hub.runs.values()), self.hub.clock(),
+        return leak_suspected(self._groups().leak_candidates, self.hub.clock(),
                               self.price_per_hour)
 
     def held_too_long(self) -> Iterable[Condition]:
-        paused = [r for r in list(self.hub.runs.values()) if r.state is RunState.PAUSED]
+        paused = self._groups().paused
         if not paused:  # the pause ledger is read only when some run is paused
             return []
         return held_too_long(paused, self.paused_since(), self.hub.clock(),

@@ -222,7 +222,7 @@ class Gateway:
         return AlertEvaluator(
             self.alerts, self.conditions.sources() + list(extra),
             publish=self.hub.publish, clock=self.hub.clock, grace_s=settings.alert_grace_s,
-            owns=self._owns, raised_by=settings.owner)
+            owns=self._owns, raised_by=settings.owner, one_walk=self.conditions.one_walk)
 
     def _listener(self, settings: GatewaySettings) -> Connections:
         """What answers on the listener: requests routed (client_requests.py), client
