@@ -49,6 +49,7 @@ from console.cli.wait import (
     Waited,
     code_for_waits,
     print_waits,
+    run_mark,
     wait_for_effects,
 )
 
@@ -227,12 +228,17 @@ def run_job(
     conn: Connection, req: JobRequest, *, wait_s: float | None, detach: bool
 ) -> tuple[list[CommandResult], list[Waited] | None, dict[str, Any]]:
     """One connection (subscribed when waiting): create the job, follow it to its end
-    (unless ``detach``), then wait for the effects of the applied targets (``wait_s``)."""
+    (unless ``detach``), then wait for the effects of the applied targets (``wait_s``): a
+    retry's on the run that carries the work on (the new run of a fork)."""
     from console.cli.bulk_jobs import create_job, follow_job, interrupted, job_results
     from console.cli.session import with_gateway
 
     async def go(client: GatewayClient) -> tuple[list[CommandResult], list[Waited] | None,
                                                  dict[str, Any]]:
+        # a run retried in place (a Temporal reset keeps its id) shows its failed state
+        # until the reset reaches the view: that state is not the retry's outcome
+        before = {t: run_mark(r) for t in req.targets if (r := client.view.runs.get(t))} \
+            if wait_s is not None and req.action == "retry" else {}
         job_id = await create_job(client, req)
         if detach:
             return [], None, await client.query("job", job_id=job_id)
@@ -240,8 +246,10 @@ def run_job(
         results = job_results(job, req.action)
         if wait_s is None:
             return results, None, job
-        applied = [r.target for r in results if r.outcome == "applied"]
-        return results, await wait_for_effects(client, req.action, applied, wait_s), job
+        carriers = [r.new_run_id or r.target for r in results if r.outcome == "applied"]
+        fresh = {t: before[t] for t in carriers if t in before}
+        return results, await wait_for_effects(client, req.action, carriers, wait_s,
+                                               seen_before=fresh), job
 
     try:
         return with_gateway(conn, go, subscribe=wait_s is not None and not detach)

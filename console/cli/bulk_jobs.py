@@ -102,7 +102,8 @@ def job_results(job: dict[str, Any], action: str) -> list[CommandResult]:
             detail = f"job {job['id']} was cancelled before this target was sent"
         out.append(CommandResult(id=f"{job['id']}.{index}", action=action,
                                  target=str(item["target"]), outcome=outcome or "failed",
-                                 error=error, detail=detail))
+                                 error=error, detail=detail,
+                                 new_run_id=item.get("new_run_id")))
     return out
 
 

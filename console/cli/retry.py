@@ -17,7 +17,7 @@ import typer
 from console.cli.bulk import DEFAULT_MAX
 from console.cli.completion import complete_run_ids
 from console.cli.confirm import ask_or_stop, refuse_unconfirmable
-from console.cli.exits import ExitCode, fail
+from console.cli.exits import ExitCode
 from console.cli.options import (
     ContextOption,
     DetachOption,
@@ -154,13 +154,10 @@ def retry_command(
     refuse_bad_wait(wait)
     conn = connection_of(ctx, url, token, context)
     if filter_expr is not None:
-        if wait is not None:  # the work goes on in new runs the job's items do not name
-            fail(ExitCode.USAGE, "--wait does not follow a retry job's new runs",
-                 hint="follow the job (irq jobs show ID), then `irq runs --state failed`")
         from console.cli.bulk_retry import bulk_retry
 
         bulk_retry(conn, filter_expr, from_step=from_step, reason=reason, yes=yes,
-                   dry_run=dry_run, key=key, output=output, max_n=max_n, wait_s=None,
+                   dry_run=dry_run, key=key, output=output, max_n=max_n, wait_s=wait,
                    rate_per_s=parse_rate(rate), detach=detach)
         return
     assert run is not None  # refuse_ids_and_filter: one of them

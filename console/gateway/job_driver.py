@@ -159,7 +159,8 @@ class JobDriver:
             return
         await asyncio.to_thread(
             self.store.record, job.id, row.index, ok=result.outcome in DONE_OUTCOMES,
-            outcome=result.outcome, error=result.error, detail=result.detail)
+            outcome=result.outcome, error=result.error, detail=result.detail,
+            new_run_id=result.new_run_id)
 
     async def _later(self, result: CommandResult, key: str, target: str) -> bool:
         """Whether ``result`` leaves the target pending: its command is still running

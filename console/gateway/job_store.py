@@ -62,6 +62,7 @@ SCHEMA = (
     error TEXT,
     detail TEXT NOT NULL DEFAULT '',
     at TEXT,
+    new_run_id TEXT,                  -- a retry that made a new run (a fork): its id
     PRIMARY KEY (job_id, idx)
 )""",
     "CREATE INDEX IF NOT EXISTS irq_jobs_state ON irq_jobs(state)",
@@ -104,10 +105,11 @@ class TargetRow:
     outcome: str
     error: str | None
     detail: str
+    new_run_id: str | None = None  # a retry that made a new run (a fork)
 
     def contract(self) -> dict[str, Any]:
         return {"target": self.target, "outcome": self.outcome or None, "error": self.error,
-                "detail": self.detail}
+                "detail": self.detail, "new_run_id": self.new_run_id}
 
 
 @dataclass(frozen=True)
@@ -165,22 +167,23 @@ class JobStore:
         self.holder = holder
         self.ttl_s = ttl_s
         journal.create_tables(list(SCHEMA))
-        self._add_from_step()
+        self._add_column("irq_jobs", "from_step")  # retry jobs
+        self._add_column("irq_job_targets", "new_run_id")  # retry jobs' new runs
 
-    def _add_from_step(self) -> None:
-        """A journal whose ``irq_jobs`` predates retry jobs gets their ``from_step`` column
-        (PostgreSQL: IF NOT EXISTS, two gateways starting together both succeed)."""
+    def _add_column(self, table: str, column: str) -> None:
+        """A journal whose ``table`` predates ``column`` (TEXT) gets it (PostgreSQL: IF NOT
+        EXISTS, two gateways starting together both succeed)."""
         with self.journal.transaction() as tx:
             if not self.journal.exclusive:  # PostgreSQL
                 have = {str(r[0]) for r in tx.execute(
                     "SELECT column_name FROM information_schema.columns WHERE"
-                    " table_name='irq_jobs' AND table_schema=current_schema()").fetchall()}
+                    " table_name=? AND table_schema=current_schema()", (table,)).fetchall()}
             else:
                 have = {str(r[1]) for r in tx.execute(
-                    "PRAGMA table_info(irq_jobs)").fetchall()}
-            if "from_step" not in have:
+                    f"PRAGMA table_info({table})").fetchall()}
+            if column not in have:
                 exists = "" if self.journal.exclusive else " IF NOT EXISTS"
-                tx.execute(f"ALTER TABLE irq_jobs ADD COLUMN{exists} from_step TEXT")
+                tx.execute(f"ALTER TABLE {table} ADD COLUMN{exists} {column} TEXT")
 
     def _now(self, tx: JournalTx) -> float:
         if self.journal.exclusive:
@@ -217,14 +220,15 @@ class JobStore:
             return cur.rowcount == 1
 
     def record(self, job_id: str, index: int, *, ok: bool, outcome: str,
-               error: str | None, detail: str) -> None:
-        """A target's command settled (a second record of the same target changes nothing)."""
+               error: str | None, detail: str, new_run_id: str | None = None) -> None:
+        """A target's command settled (a second record of the same target changes nothing);
+        ``new_run_id``: the run a retry made (a fork), which carries the work on."""
         with self.journal.transaction() as tx:
             tx.execute(
-                "UPDATE irq_job_targets SET status=?, outcome=?, error=?, detail=?, at=?"
-                " WHERE job_id=? AND idx=? AND status='pending'",
+                "UPDATE irq_job_targets SET status=?, outcome=?, error=?, detail=?, at=?,"
+                " new_run_id=? WHERE job_id=? AND idx=? AND status='pending'",
                 ("done" if ok else "failed", outcome, error, detail, utcnow().isoformat(),
-                 job_id, index))
+                 new_run_id, job_id, index))
 
     def finish_if_sent(self, job_id: str) -> bool:
         """``done`` once no target is pending (True when this call finished it)."""
@@ -287,16 +291,16 @@ class JobStore:
         return [_job(r, counts.get(str(r[0]), {})) for r in rows]
 
     def targets(self, job_id: str, status: str | None = None) -> list[TargetRow]:
-        sql = ("SELECT idx, target, status, outcome, error, detail FROM irq_job_targets"
-               " WHERE job_id=?")
+        sql = ("SELECT idx, target, status, outcome, error, detail, new_run_id"
+               " FROM irq_job_targets WHERE job_id=?")
         args: tuple[Any, ...] = (job_id,)
         if status is not None:
             sql += " AND status=?"
             args = (job_id, status)
         with self.journal.transaction() as tx:
             rows = tx.execute(sql + " ORDER BY idx", args).fetchall()
-        return [TargetRow(int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), r[4], str(r[5]))
-                for r in rows]
+        return [TargetRow(int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), r[4], str(r[5]),
+                          r[6]) for r in rows]
 
 
 def _counts(tx: JournalTx, job_ids: list[str]) -> dict[str, dict[str, int]]:

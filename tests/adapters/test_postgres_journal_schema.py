@@ -65,3 +65,25 @@ def test_a_journal_from_before_the_added_columns_gets_them(postgres_server: Post
     assert not {name for name, _ in ADDED_COLUMNS} & _columns(postgres_server, database)
     PostgresJournal(_url(postgres_server, database)).close()
     assert {name for name, _ in ADDED_COLUMNS} <= _columns(postgres_server, database)
+
+
+def test_job_tables_from_before_the_added_columns_get_them(
+        postgres_server: PostgresServer) -> None:
+    from console.gateway.job_store import JobStore
+
+    database = _fresh(postgres_server, DATABASE + "_jobs")
+    journal = PostgresJournal(_url(postgres_server, database))
+    JobStore(journal, "gw-a")
+    journal.close()
+    added = {("irq_jobs", "from_step"), ("irq_job_targets", "new_run_id")}
+    with postgres_server.connect(database, autocommit=True) as conn:
+        for table, column in added:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    journal = PostgresJournal(_url(postgres_server, database))
+    JobStore(journal, "gw-b")  # a gateway of this version starts on the older journal
+    journal.close()
+    with postgres_server.connect(database, autocommit=True) as conn:
+        have = {(str(t), str(c)) for t, c in conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_name LIKE 'irq_job%'")}
+    assert added <= have

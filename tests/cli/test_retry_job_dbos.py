@@ -2,7 +2,8 @@
 nothing mocked): three three-step pipelines fail in their third step; one job retries each
 exactly once (one fork per run, counted outside the engine: the first two steps ran once per
 pipeline, the third twice; one applied ``retry`` per target in the audit); the job carries
-``--from STEP`` to every target's command."""
+``--from STEP`` to every target's command, names each target's new run, and ``--wait``
+follows those new runs to their end."""
 
 from __future__ import annotations
 
@@ -65,23 +66,25 @@ def test_a_retry_job_over_three_failed_runs_retries_each_exactly_once(
     assert sorted(planned["targets"]) == PIPELINES and planned["from_step"] == "publish"
     assert planned["samples"][0]["steps_kept"] == ["fetch_data", "transform"]
 
+    # --wait follows the work where it goes on: each target's new run (a DBOS fork)
     made = irq("retry", "--filter", "state:failed", "--from", "publish", "--yes",
-               "--reason", "warehouse fixed", "-o", "json", env=env)
+               "--reason", "warehouse fixed", "--wait", "90", "-o", "json", env=env)
     assert made.code == 0, made.stdout + made.stderr
-    assert {r["target"]: r["outcome"] for r in json.loads(made.stdout)} == dict.fromkeys(
-        PIPELINES, "applied")
+    out = json.loads(made.stdout)
+    results = {r["target"]: r for r in out["results"]}
+    assert {t: r["outcome"] for t, r in results.items()} == dict.fromkeys(PIPELINES, "applied")
+    forks = {r["new_run_id"] for r in results.values()}
+    assert len(forks) == 3 and not forks & set(PIPELINES)
+    assert {w["target"]: w["state"] for w in out["waited"]} == dict.fromkeys(forks, "completed")
     jobs = irq("jobs", "-o", "json", env=env)
     (job,) = json.loads(jobs.stdout)
     assert (job["action"], job["done"], job["failed"], job["from_step"]) == (
         "retry", 3, 0, "publish")
-
-    def forks_completed() -> list[str]:
-        now = runs(env)
-        new = [rid for rid in now if rid not in PIPELINES and rid != "dbos:local/busy-1"]
-        return new if len(new) == 3 and all(now[r]["state"] == "completed" for r in new) \
-            else []
-
-    assert len(eventually(forks_completed, "three forks to complete")) == 3
+    shown = irq("jobs", "show", job["id"], "-o", "json", env=env)
+    assert {i["target"]: i["new_run_id"] for i in json.loads(shown.stdout)["items"]} == {
+        t: r["new_run_id"] for t, r in results.items()}
+    now = runs(env)
+    assert all(now[f]["state"] == "completed" for f in forks)
     lines = [line.split() for line in (work / "counts").read_text().splitlines()]
     per_pipeline = {(p, s): sum(1 for line in lines if line == [p, s]) for p, s in lines}
     for n in (1, 2, 3):  # each run's first two steps once, its failed step twice
