@@ -10,10 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Static
 
 from console.policy.model import Obligation, ObligationState
 from console.terminal_text import terminal_safe
@@ -29,8 +26,7 @@ from console.tui.obligation_book import (
     policy_version,
 )
 from console.tui.screens import mutation_flows
-from console.tui.screens.base import ViewScreen, selected_row_key
-from console.tui.widgets.table_fit import fit_columns
+from console.tui.screens.list_screen import Column, ListScreen
 
 OBLIGATION_VERBS = frozenset({"fulfil", "waive"})
 STATE_STYLE: dict[ObligationState, str] = {
@@ -86,109 +82,64 @@ def obligation_detail(ob: Obligation, now: datetime, none: str) -> Text:
     return text
 
 
-class ObligationsScreen(ViewScreen):
+class ObligationsScreen(ListScreen[Obligation]):
     VIEW_NAME = "obligations"
+    NAME, DETAIL_ID = "obligations", "obligation-detail"
+    COLUMNS = (Column("STATE", "state", 9), Column("DUE", "due", 14),
+               Column("WHAT", "what", 30, share=(4, 12)), Column("RUN", "run", 20, share=(2, 8)),
+               Column("RULE", "rule", 16, share=(2, 8)), Column("BY", "by", 10, share=(1, 5)))
+    EMPTY = "No obligations: nothing the policy asked for is outstanding."
 
     BINDINGS = [*OBLIGATION_BINDINGS]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._filter = ""
-        self._shown: list[str] = []
-
-    def compose(self) -> ComposeResult:
-        yield from self.compose_top()
-        yield Static("", id="obligations-title", classes="view-title")
-        table: DataTable[str | Text] = DataTable(cursor_type="row", id="obligations-table",
-                                                 zebra_stripes=False)
-        yield table
-        yield Static("", id="obligation-detail")
-        yield from self.compose_bottom()
-
-    @property
-    def table(self) -> DataTable[str | Text]:
-        return self.query_one("#obligations-table", DataTable)
 
     @property
     def obligations(self) -> dict[str, Obligation]:
         return self.irq.view.obligations
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        t = self.table
-        t.add_column("STATE", key="state", width=9)
-        t.add_column("DUE", key="due", width=14)
-        t.add_column("WHAT", key="what", width=30)
-        t.add_column("RUN", key="run", width=20)
-        t.add_column("RULE", key="rule", width=16)
-        t.add_column("BY", key="by", width=10)
-        self._rebuild()
-        t.focus()
-
-    def on_resize(self) -> None:
-        fit_columns(self.table, self.size.width, {"state": 9, "due": 14},
-                    {"what": (4, 12), "run": (2, 8), "rule": (2, 8), "by": (1, 5)})
-
-    def focus_main(self) -> None:
-        self.table.focus()
-
     # ----------------------------------------------------------------- data
 
-    def _items(self, now: datetime) -> list[Obligation]:
-        items = ordered(self.obligations.values(), now)
-        if self._filter:
-            words = self._filter.lower().split()
-            items = [o for o in items if all(
-                w in f"{o.id} {o.what} {o.rule} {o.run_id} {o.tool} {o.by} "
-                     f"{effective_state(o, now)}".lower() for w in words)]
-        return items
+    def listed(self) -> list[Obligation]:
+        return ordered(self.obligations.values(), self.irq.clock())
 
-    def _rebuild(self) -> None:
-        table = self.table
-        selected = selected_row_key(table)
+    def key_of(self, item: Obligation) -> str:
+        return item.id
+
+    def haystack(self, item: Obligation) -> str:
+        return (f"{item.id} {item.what} {item.rule} {item.run_id} {item.tool} {item.by} "
+                f"{effective_state(item, self.irq.clock())}")
+
+    def cells(self, item: Obligation) -> tuple[str | Text, ...]:
+        now, none = self.irq.clock(), self.irq.glyphs.none
+        return (state_cell(item, now), due_cell(item, now, none), inert(item.what),
+                inert(short_run(item.run_id)), inert(item.rule),
+                inert(item.by) if item.by else Text(none, style="dim"))
+
+    def headline(self, shown: list[Obligation]) -> Text:
         now = self.irq.clock()
-        none = self.irq.glyphs.none
-        items = self._items(now)
-        table.clear()
-        for ob in items:
-            table.add_row(state_cell(ob, now), due_cell(ob, now, none), inert(ob.what),
-                          inert(short_run(ob.run_id)), inert(ob.rule),
-                          inert(ob.by) if ob.by else Text(none, style="dim"), key=ob.id)
-        self._shown = [o.id for o in items]
-        if selected in self._shown:
-            table.move_cursor(row=self._shown.index(selected), animate=False)
-        self._draw_title(now, len(items))
-        self._show_detail()
-        self.refresh_bindings()
-
-    def _draw_title(self, now: datetime, shown: int) -> None:
         obligations = self.obligations.values()
         overdue = overdue_count(obligations, now)
         title = Text(f" Obligations: {open_count(obligations)} open", style="bold")
         if overdue:
             title.append(f", {overdue} overdue", style="bold red")
-        if self._filter:
-            title.append(terminal_safe(f"  /{self._filter} ({shown} shown)"))
+        return title
+
+    def headline_tail(self) -> Text | None:
         version = policy_version(self.irq.view.policy)
-        if version:
-            title.append(terminal_safe(f"  policy {version}"), style="dim")
-        self.query_one("#obligations-title", Static).update(title)
+        return Text(terminal_safe(f"  policy {version}"), style="dim") if version else None
+
+    def detail(self, item: Obligation) -> Text:
+        return obligation_detail(item, self.irq.clock(), self.irq.glyphs.none)
+
+    def find(self, key: str) -> Obligation | None:
+        return self.obligations.get(key)
 
     def selected_obligation(self) -> Obligation | None:
-        key = selected_row_key(self.table)
-        return self.obligations.get(key) if key is not None else None
+        return self.selected_item()
 
-    def selected_run_ids(self) -> list[str]:
-        return []
-
-    def _show_detail(self) -> None:
-        detail = self.query_one("#obligation-detail", Static)
+    def open_selected(self) -> None:
         ob = self.selected_obligation()
-        if ob is None:
-            detail.update(Text("No obligations: nothing the policy asked for is "
-                               "outstanding.", style="dim"))
-            return
-        detail.update(obligation_detail(ob, self.irq.clock(), self.irq.glyphs.none))
+        if ob is not None and ob.run_id in self.irq.view.runs:
+            self.irq.open_run(ob.run_id)
 
     # -------------------------------------------------------------- updates
 
@@ -198,25 +149,17 @@ class ObligationsScreen(ViewScreen):
 
     def tick(self) -> None:
         super().tick()
-        now = self.irq.clock()
-        if [o.id for o in self._items(now)] != self._shown:
+        items = self.items()
+        if [o.id for o in items] != self._shown:
             self._rebuild()  # an open obligation's deadline passed: it moves up
             return
-        none = self.irq.glyphs.none
-        for ob_id in self._shown:
-            ob = self.obligations.get(ob_id)
-            if ob is not None and ob.state in OPEN_STATES:
-                self.table.update_cell(ob_id, "state", state_cell(ob, now))
-                self.table.update_cell(ob_id, "due", due_cell(ob, now, none))
-        self._draw_title(now, len(self._shown))
-        self._show_detail()
-
-    def current_filter(self) -> str:
-        return self._filter
-
-    def apply_filter(self, text: str) -> None:
-        self._filter = text.strip()
-        self._rebuild()
+        now, none = self.irq.clock(), self.irq.glyphs.none
+        for ob in items:
+            if ob.state in OPEN_STATES:
+                self.table.update_cell(ob.id, "state", state_cell(ob, now))
+                self.table.update_cell(ob.id, "due", due_cell(ob, now, none))
+        self.draw_title(items)
+        self.show_detail()
 
     # ------------------------------------------------------------- actions
 
@@ -258,14 +201,3 @@ class ObligationsScreen(ViewScreen):
 
     def action_waive(self) -> None:
         self._settle("waive")
-
-    @on(DataTable.RowHighlighted, "#obligations-table")
-    def _highlighted(self) -> None:
-        self._show_detail()
-        self.refresh_bindings()
-
-    @on(DataTable.RowSelected, "#obligations-table")
-    def _selected(self) -> None:
-        ob = self.selected_obligation()
-        if ob is not None and ob.run_id in self.irq.view.runs:
-            self.irq.open_run(ob.run_id)
