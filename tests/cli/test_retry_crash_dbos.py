@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_harness import irq, start_retry_agent
+from cli_harness import Outcome, irq, start_retry_agent
 from test_retry_dbos import eventually, step_counts
 
 from console.processes import stop_process
@@ -102,8 +102,15 @@ def test_a_gateway_killed_mid_retry_forks_once_after_its_restart(
             "fetch_data": 1, "transform": 1, "publish": 2}
 
         # the same key again: the journal's result, naming the fork; --wait follows it
-        again = irq("retry", run_id, "--yes", "--key", key, "--wait", "30", "-o", "json",
-                    env=env)
+        def replayed() -> Outcome | None:
+            out = irq("retry", run_id, "--yes", "--key", key, "--wait", "30", "-o", "json",
+                      env=env)
+            # the restarted gateway records the re-driven retry's outcome once it has read the
+            # fork back, which can be after the fork completed: until then the key's command
+            # answers in_progress, which says to ask again
+            return None if "in_progress" in out.stdout + out.stderr else out
+
+        again = eventually(replayed, "the re-driven retry's recorded outcome", 30)
         assert again.code == 0, again.stdout + again.stderr
         body = json.loads(again.stdout)
         (result,) = body["results"]
