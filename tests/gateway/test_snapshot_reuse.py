@@ -32,7 +32,7 @@ def _runs(n: int) -> list[Run]:
 
 async def test_a_snapshot_is_reused_within_the_window_and_then_released(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shared_frames, "SNAPSHOT_REUSE_S", 0.2)
+    monkeypatch.setattr(shared_frames, "SNAPSHOT_REUSE_S", 1.0)  # room on a loaded machine
     hub = Hub()
     hub.observe_runs(_runs(700))  # three pages
     frames = SharedFrames(hub)
@@ -42,7 +42,7 @@ async def test_a_snapshot_is_reused_within_the_window_and_then_released(
     await asyncio.sleep(0)  # the build's done callback
     again_seq, again = await frames.snapshot_frame(None, shared=True)
     assert again is build and again_seq == seq  # a client asking within the window
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(1.5)
     # past the window nobody can be served it: its pages are not kept (they were, until
     # the next snapshot of the same filter: 75 MB at 100,000 runs)
     assert frames._snapshots == {}

@@ -20,6 +20,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import Static
 
 from console.client import GatewayError
@@ -168,7 +169,10 @@ class RunDetailScreen(ViewScreen):
         g = self.irq.glyphs
         now = self.irq.liveness_clock()
         run = self.run
-        summary = self.query_one("#sec-summary", Static)
+        try:
+            summary = self.query_one("#sec-summary", Static)
+        except NoMatches:  # a fetch that finished as the screen closed: nothing to draw on
+            return
         if run is None:
             summary.update(Text(f"{terminal_safe(self.run_id)}\n"
                                 "not in the fleet (removed, or not yet seen)", style="bold red"))
