@@ -183,7 +183,7 @@ async def test_L_in_the_console_shows_the_release_plan_defaults_to_no_then_relea
     from tests.tui.tui_pilot import type_text, until
 
     calls = fleet.work / "calls.jsonl"
-    before = calls.read_text().splitlines()
+    before = calls.read_text().splitlines() if calls.exists() else []
     app = IrqApp(LiveSource(fleet.gateway.url, fleet.gateway.operator), context="test")
     async with app.run_test(size=(100, 32)) as pilot:
         await until(pilot, lambda: RUN in app.view.runs, "the run in the fleet", 30)
