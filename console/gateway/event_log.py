@@ -41,30 +41,29 @@ RunRenderer = Callable[[Run, datetime | None, float | None], bytes]
 
 class Event(dict[str, Any]):
     """One published event, ``{"seq", "kind", "data"}``, with its encodings made once for
-    every client. A beat event (``run_ref`` set) has no ``data`` stored: its full form (the
-    run contract) is rendered from the run when first asked for, with the beat's heartbeat
-    time and progress; its compact form is ``{"id", "heartbeat_at", "progress"}``."""
+    every client. A ``run`` event (``run_ref`` set) has no ``data`` stored: its full form
+    (the run contract) is rendered from the run when first asked for, with its heartbeat
+    time and progress as of the event (``beat``). Heartbeat-only events are
+    :class:`BeatEvent`."""
 
-    __slots__ = ("scope", "run_ref", "beat", "state", "at", "render", "_full", "_compact")
+    __slots__ = ("scope", "run_ref", "beat", "at", "render", "_full")
 
     def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
                  scope: str | None, run_ref: Run | None = None,
-                 beat: dict[str, Any] | None = None, *, state: bool = False) -> None:
+                 beat: dict[str, Any] | None = None) -> None:
         super().__init__(seq=seq, kind=kind)
         if data is not None:
             self["data"] = data
         self.scope = scope  # BACKEND:CONTEXT the event is about (None: no context)
         self.run_ref = run_ref
+        #: a ``run`` event's heartbeat time and progress as of the event (its state,
+        #: cadence or warnings changed: every client gets its full form)
         self.beat = beat
-        #: a ``run`` event rendered lazily from ``run_ref`` that is more than a beat (its
-        #: state, cadence or warnings changed): every client gets its full form
-        self.state = state
         #: the run's heartbeat time as of the event, and the run store's renderer of a
         #: run's contract with it (run_contracts.py: cached between events and snapshots)
         self.at: datetime | None = None
         self.render: RunRenderer | None = None
         self._full: bytes | None = None
-        self._compact: bytes | None = None
 
     @property
     def seq(self) -> int:
@@ -97,24 +96,18 @@ class Event(dict[str, Any]):
                 and self.beat is not None and "data" not in self:
             self._full = (b'{"seq":' + str(self["seq"]).encode() + b',"kind":"run","data":'
                           + self.render(self.run_ref, self.at, self.beat["progress"]) + b"}")
-            if self.state:
-                self.run_ref = None  # nor a run that may have been replaced since
         if self._full is None:
             self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
             # the log keeps the encoding, not the objects too (a run's contract is ~3x its
             # JSON in memory); ``event["data"]`` decodes it again
             dict.pop(self, "data", None)
-            if self.state:
-                self.run_ref = None  # nor a run that may have been replaced since
+        self.run_ref = None  # nor a run that may have been replaced since
         return self._full
 
     def compact(self) -> bytes:
-        """A beat event as a ``beat`` event; any other event as :meth:`full`."""
-        if self.beat is None or self.state:
-            return self.full()
-        if self._compact is None:
-            self._compact = encode({"seq": self["seq"], "kind": "beat", "data": self.beat})
-        return self._compact
+        """The event for a client with compact beats: a beat as a ``beat`` event
+        (:class:`BeatEvent`), any other event as :meth:`full`."""
+        return self.full()
 
 
 class BeatEvent(Event):
@@ -124,12 +117,12 @@ class BeatEvent(Event):
     100,000 of them: an Event and its beat dict were ~430 bytes each, this is ~150); its
     forms are rendered when first asked for, as an Event's."""
 
-    __slots__ = ("_seq", "iso", "progress")
+    __slots__ = ("_seq", "iso", "progress", "_compact")
 
     def __init__(self, seq: int, scope: str, run: Run, at: datetime | None, iso: str | None,
                  progress: float | None, render: RunRenderer) -> None:
         # no dict.__init__: "seq" and "kind" are answered by __getitem__
-        self._seq, self.scope, self.run_ref, self.beat, self.state = seq, scope, run, None, False
+        self._seq, self.scope, self.run_ref, self.beat = seq, scope, run, None
         self.at, self.iso, self.progress, self.render = at, iso, progress, render
         self._full: bytes | None = None
         self._compact: bytes | None = None
@@ -263,7 +256,7 @@ class EventLog:
         self.seq += 1
         at = run.heartbeat_at
         beat = {"id": run.id, "heartbeat_at": self.iso(at), "progress": run.progress}
-        event = Event(self.seq, "run", None, _scope_of(run.id), run, beat, state=True)
+        event = Event(self.seq, "run", None, _scope_of(run.id), run, beat)
         event.at, event.render = at, render
         self.log.append(event)
         self._state_logged()

@@ -4,10 +4,11 @@ subscription filter and the events' encodings (no sockets here)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
-from console.gateway.event_log import Event, event_scope, lag_decision
+from console.gateway.event_log import BeatEvent, event_scope, lag_decision
 from console.gateway.hub import Hub
 from console.gateway.protocol import (
     MAX_BATCH_BEATS,
@@ -19,6 +20,7 @@ from console.gateway.protocol import (
     parse_agent_frame,
     parse_client_frame,
 )
+from console.gateway.run_contracts import ContractCache
 from console.model import Run
 
 
@@ -135,9 +137,12 @@ def test_event_scopes_name_the_context():
 
 
 def test_a_beat_event_is_encoded_once_in_each_form():
-    run = Run(id="dbos:local/wf", backend="dbos", context="local", native_id="wf")
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    run = Run(id="dbos:local/wf", backend="dbos", context="local", native_id="wf",
+              heartbeat_at=at, progress=0.25)
     beat = {"id": run.id, "heartbeat_at": "2026-12-01T00:00:00+00:00", "progress": 0.25}
-    ev = Event(7, "run", None, "dbos:local", run, beat)
+    contracts = ContractCache({run.id: run}, clock=lambda: at)
+    ev = BeatEvent(7, "dbos:local", run, at, at.isoformat(), 0.25, contracts.render)
     full, compact = json.loads(ev.full()), json.loads(ev.compact())
     assert full["kind"] == "run" and full["seq"] == 7
     assert full["data"]["progress"] == 0.25 and full["data"]["id"] == run.id
