@@ -13,7 +13,11 @@ importing the alert machinery (console/leak_conditions.py builds the leaks and c
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from console.model import Resource
 
 LeakReason = Literal["no_release_report", "run_ended"]
 
@@ -29,3 +33,8 @@ def leak_reason(resource_state: str, run_state: str) -> LeakReason | None:
     if resource_state == "held" and run_state in ENDED_STATES:
         return "run_ended"
     return None
+
+
+def leaked(resources: Iterable[Resource], run_state: str) -> list[str]:
+    """The ids of ``resources`` (a run's, in ``run_state``) that are leaked."""
+    return [r.id for r in resources if leak_reason(r.state, run_state)]

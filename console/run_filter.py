@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
 
-from console.leak_rule import leak_reason
+from console.leak_rule import leaked
 from console.model import TERMINAL_STATES, Interrupt, Run, RunState, age_seconds, utcnow
 
 KEYS = ("state", "backend", "ctx", "context", "has", "id", "name", "resource", "tool",
@@ -259,7 +259,7 @@ def _has(run: Run, what: str) -> bool:
     if what in ("resource", "resources", "res"):
         return any(r.state != "released" for r in run.resources)
     if what in ("leak", "leaks"):
-        return any(leak_reason(r.state, run.state.value) for r in run.resources)
+        return bool(leaked(run.resources, run.state.value))
     if what == "preempted":
         return run.preempted
     # has:gpu -- holds (not released) a resource of that kind or id (globs allowed)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from console.leak_rule import ENDED_STATES
+from console.leak_rule import leaked
 from console.model import Run, RunState
 
 
@@ -23,8 +23,7 @@ class RunGroups:
     retrying: list[Run] = field(default_factory=list)  # the engine reports a retry
     #: (run id, progress) of the runs that report progress (stalled's marks)
     progress: list[tuple[str, float]] = field(default_factory=list)
-    #: what the leak rule (console/leak_rule.py) may find leaked: runs that ended holding
-    #: resources, and runs with a resource marked suspected_leak
+    #: runs holding a resource the leak rule (console/leak_rule.py) finds leaked
     leak_candidates: list[Run] = field(default_factory=list)
     paused: list[Run] = field(default_factory=list)  # state paused (held too long)
 
@@ -48,7 +47,6 @@ def group_runs(runs: Iterable[Run]) -> RunGroups:
         if progress is not None:
             add_progress((fields["id"], progress))
         resources = fields["resources"]
-        if resources and (state.value in ENDED_STATES or any(
-                r.state == "suspected_leak" for r in resources)):
+        if resources and leaked(resources, state.value):
             add_leak(run)
     return groups

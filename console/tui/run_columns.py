@@ -13,7 +13,7 @@ from datetime import datetime
 
 from rich.cells import cell_len, set_cell_size
 
-from console.leak_rule import leak_reason
+from console.leak_rule import leaked
 from console.model import Run, RunState
 from console.tui.run_rows import RunRow
 from console.tui.state_display import (
@@ -161,7 +161,7 @@ def cell(
         return (f"{g.interrupt}{n}", "ask") if n else ("", "")
     if key == "res":
         held = [r for r in run.resources if r.state != "released"]
-        leak = any(leak_reason(r.state, run.state.value) for r in run.resources)
+        leak = bool(leaked(run.resources, run.state.value))
         if not run.resources:
             return "", ""
         text = f"{len(held)}/{len(run.resources)}"

@@ -24,7 +24,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Static
 
 from console.client import GatewayError
-from console.leak_rule import leak_reason
+from console.leak_rule import leaked
 from console.model import AuditEntry, Heartbeat, Interrupt, JournalStep, Run
 from console.semantics import unified_state
 from console.terminal_text import terminal_safe
@@ -190,9 +190,9 @@ class RunDetailScreen(ViewScreen):
         self.query_one("#beats", Sparkline).set_values(
             gaps, f"{len(self.beats)} beats, {last}",
             ceiling=run.heartbeat_timeout_s or None, tone=tone)
-        leaked = any(leak_reason(r.state, run.state.value) for r in run.resources)
         self.query_one("#sec-resources", Static).update(sections.section(
-            "Resources (L frees a leak)" if leaked else "Resources",
+            "Resources (L frees a leak)" if leaked(run.resources, run.state.value)
+            else "Resources",
             sections.resources(run, g)))
         self.query_one("#sec-warnings", Static).update(
             sections.section("Recoverability", sections.warnings(run, self.notes, g)))
@@ -240,8 +240,7 @@ class RunDetailScreen(ViewScreen):
         """``L``: force the run's first suspected leak free (``:release RESOURCE`` names
         another, or a resource still held)."""
         run = self.run
-        leaks = [r.id for r in run.resources
-                 if leak_reason(r.state, run.state.value)] if run else []
+        leaks = leaked(run.resources, run.state.value) if run else []
         if not leaks:
             self.irq.notify("no suspected leak on this run (:release RESOURCE frees a held "
                             "one)", severity="warning")
