@@ -126,12 +126,10 @@ class AlertsScreen(ListScreen[Alert]):
     def action_silence(self) -> None:
         irq = self.irq
         alert = self.selected_alert()
-        allowed, why = irq.may_mutate()
         if alert is None or alert.state == "cleared":
             irq.notify("silence: no open or acknowledged alert selected", severity="warning")
             return
-        if not allowed:
-            irq.notify(f"silence: {why}", title="Not allowed", severity="error")
+        if self.refused("silence"):
             return
         if irq.mutation_pending:
             return
@@ -140,12 +138,10 @@ class AlertsScreen(ListScreen[Alert]):
     def action_ack(self) -> None:
         irq = self.irq
         alert = self.selected_alert()
-        allowed, why = irq.may_mutate()
         if alert is None or alert.state != "open":
             irq.notify("acknowledge: no open alert selected", severity="warning")
             return
-        if not allowed:
-            irq.notify(f"acknowledge: {why}", title="Not allowed", severity="error")
+        if self.refused("acknowledge"):
             return
         if irq.mutation_pending:
             return

@@ -199,12 +199,18 @@ class ViewScreen(Screen[None]):
 
     # -------------------------------------------------------------- mutations
 
+    def refused(self, verb: str) -> bool:
+        """Whether this console may not change anything now (a viewer token, a read-only
+        context): said so, under ``verb``."""
+        allowed, why = self.irq.may_mutate()
+        if not allowed:
+            self.irq.notify(f"{verb}: {why}", title="Not allowed", severity="error")
+        return not allowed
+
     def request_action(self, action: Action, targets: list[str]) -> None:
         """Pause/resume/cancel/terminate ``targets`` (plan and confirmation first)."""
         irq = self.irq
-        allowed, why = irq.may_mutate()
-        if not allowed:
-            irq.notify(f"{action.value}: {why}", title="Not allowed", severity="error")
+        if self.refused(action.value):
             return
         if not targets:
             irq.notify(f"{action.value}: no run selected", severity="warning")
@@ -217,9 +223,7 @@ class ViewScreen(Screen[None]):
     def request_decision(self, kind: DecisionKind, interrupt_id: str) -> None:
         """Decide one pending interrupt (confirmation, and the editor ``kind`` needs, first)."""
         irq = self.irq
-        allowed, why = irq.may_mutate()
-        if not allowed:
-            irq.notify(f"{kind.value}: {why}", title="Not allowed", severity="error")
+        if self.refused(kind.value):
             return
         intr = irq.view.interrupts.get(interrupt_id)
         if intr is None or intr.status != "pending":
@@ -241,9 +245,7 @@ class ViewScreen(Screen[None]):
     def request_release(self, run_id: str, resource_id: str) -> None:
         """Force ``resource_id`` of ``run_id`` free (plan and confirmation first)."""
         irq = self.irq
-        allowed, why = irq.may_mutate()
-        if not allowed:
-            irq.notify(f"release: {why}", title="Not allowed", severity="error")
+        if self.refused("release"):
             return
         if irq.mutation_pending:
             return

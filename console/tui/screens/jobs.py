@@ -143,12 +143,10 @@ class JobsScreen(ListScreen[JobProgress]):
     def action_cancel_job(self) -> None:
         irq = self.irq
         job = self.selected_job()
-        allowed, why = irq.may_mutate()
         if job is None or job.state != "running":
             irq.notify("cancel job: no running job selected", severity="warning")
             return
-        if not allowed:
-            irq.notify(f"cancel job: {why}", title="Not allowed", severity="error")
+        if self.refused("cancel job"):
             return
         if irq.mutation_pending:
             return

@@ -183,9 +183,7 @@ class ObligationsScreen(ListScreen[Obligation]):
     def request_obligation(self, verb: str, obligation_id: str) -> None:
         """Fulfil or waive an open obligation (confirmation first; the reason is the note)."""
         irq = self.irq
-        allowed, why = irq.may_mutate()
-        if not allowed:
-            irq.notify(f"{verb}: {why}", title="Not allowed", severity="error")
+        if self.refused(verb):
             return
         ob = self.obligations.get(obligation_id)
         if ob is None or ob.state not in OPEN_STATES:
