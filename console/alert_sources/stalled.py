@@ -44,10 +44,6 @@ class ProgressMarks:
         return [(run_id, mark[1]) for run_id, mark in self.marks.items()
                 if mark[1] <= moved_after]
 
-    def unchanged_since(self, run_id: str) -> datetime | None:
-        mark = self.marks.get(run_id)
-        return mark[1] if mark is not None else None
-
 
 def beating(run: Run, now: datetime) -> bool:
     """Fresh heartbeats: a running run whose last beat is within its timeout."""

@@ -230,8 +230,8 @@ class BackgroundLoops:
                 continue
             self.first_reads.read(key)  # read once: an unknown target is not found
             del obs  # the rest of the adapter's report goes now, not after the next poll
-            if many:
-                release_freed_memory()
+            if many:  # off the loop, as every RELEASE_EVERY_S
+                await asyncio.to_thread(release_freed_memory)
             await asyncio.sleep(backend.poll_interval_s)
 
     # ------------------------------------------------------------ leases and peers

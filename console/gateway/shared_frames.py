@@ -147,7 +147,6 @@ class SharedFrames:
         task.add_done_callback(done)
         return build
 
-
     def _expire(self, key: str, build: SnapshotPages) -> None:
         if self._snapshots.get(key) is build:
             del self._snapshots[key]

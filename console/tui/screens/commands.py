@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from console.ids import interrupt_candidates, match_id, run_candidates
 from console.model import Action, DecisionKind
+from console.terminal_text import terminal_safe
 from console.tui.command_line import parse_command
 from console.tui.run_rows import SORT_CYCLE
 
@@ -95,7 +96,7 @@ def release(screen: ViewScreen, args: tuple[str, ...]) -> None:
     resource = args[-1]
     if resource not in {r.id for r in run.resources}:
         held = ", ".join(r.id for r in run.resources) or "none"
-        app.notify(f"{run.id} holds no resource {resource!r} (it holds: {held})",
+        app.notify(terminal_safe(f"{run.id} holds no resource {resource!r} (it holds: {held})"),
                    severity="error")
         return
     screen.request_release(run.id, resource)
