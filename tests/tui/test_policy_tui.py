@@ -77,8 +77,8 @@ class PolicyFleet(RecordedSource):
                               detail=f"approval 1 of 2 recorded by {self.identity} under rule "
                                      "refund-large; needs another approver") for t in targets]
 
-    async def named_command(self, action: str, targets: list[str], *,
-                            reason: str = "") -> list[CommandResult]:
+    async def named_command(self, action: str, targets: list[str], *, reason: str = "",
+                            extra: dict[str, Any] | None = None) -> list[CommandResult]:
         self.sent.append((action, list(targets), reason))
         return [CommandResult(id="k1", action=action, target=t, outcome="applied",
                               detail=f"{action} sent") for t in targets]

@@ -127,15 +127,8 @@ async def obligation_steps(app: IrqApp, verb: str, obligation_id: str) -> None:
         app.notify(f"{verb}: a note is required (type it as the reason); nothing sent",
                    severity="error")
         return
-    name = f"obligation_{verb}"
-    try:
-        results = await app.source.named_command(name, [obligation_id], reason=outcome.reason)
-    except GatewayError as exc:
-        results = failed(app, name, [obligation_id], exc)
-    if not results:
-        results = unanswered(name, [obligation_id])
-    await app.push_screen_wait(ResultsDialog(verb.capitalize(), results, app.glyphs,
-                                             app.ascii_only))
+    await send_and_show(app, verb.capitalize(), f"obligation_{verb}", obligation_id,
+                        outcome.reason)
 
 
 async def send(app: IrqApp, action: Action, targets: list[str], *, reason: str,
@@ -183,14 +176,7 @@ async def alert_ack_steps(app: IrqApp, alert_id: str) -> None:
     if not outcome.reason:
         app.notify("acknowledge: a reason is required; nothing sent", severity="error")
         return
-    try:
-        results = await app.source.named_command("alert_ack", [alert_id], reason=outcome.reason)
-    except GatewayError as exc:
-        results = failed(app, "alert_ack", [alert_id], exc)
-    if not results:
-        results = unanswered("alert_ack", [alert_id])
-    await app.push_screen_wait(ResultsDialog("Acknowledge", results, app.glyphs,
-                                             app.ascii_only))
+    await send_and_show(app, "Acknowledge", "alert_ack", alert_id, outcome.reason)
 
 
 async def release_steps(app: IrqApp, run_id: str, resource_id: str) -> None:
@@ -221,11 +207,22 @@ async def release_steps(app: IrqApp, run_id: str, resource_id: str) -> None:
     if outcome is None:
         app.notify("release: nothing sent", timeout=3)
         return
+    await send_and_show(app, "Release", "release", run_id, outcome.reason, extra)
+
+
+async def send_and_show(app: IrqApp, title: str, action: str, target: str, reason: str,
+                        extra: dict[str, Any] | None = None) -> None:
+    """A command that is not a run action (``named_command``, or ``job_command`` for
+    ``job_*``), sent to one target; its results shown (a gateway that cannot be reached or
+    answers nothing: a failure, never an exception)."""
     try:
-        results = await app.source.named_command("release", [run_id], reason=outcome.reason,
-                                                 extra=extra)
+        if action.startswith("job_"):
+            results = await app.source.job_command(action, [target], reason=reason)
+        else:
+            results = await app.source.named_command(action, [target], reason=reason,
+                                                     extra=extra)
     except GatewayError as exc:
-        results = failed(app, "release", [run_id], exc)
+        results = failed(app, action, [target], exc)
     if not results:
-        results = unanswered("release", [run_id])
-    await app.push_screen_wait(ResultsDialog("Release", results, app.glyphs, app.ascii_only))
+        results = unanswered(action, [target])
+    await app.push_screen_wait(ResultsDialog(title, results, app.glyphs, app.ascii_only))

@@ -15,13 +15,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Input, Static
 
-from console.client import GatewayError
 from console.durations import parse_duration
 from console.terminal_text import terminal_safe
 from console.tui.job_board import JobProgress, progress_text
-from console.tui.screens.mutation_flows import failed, unanswered
+from console.tui.screens.mutation_flows import send_and_show
 from console.tui.widgets.confirm_dialog import ConfirmDialog
-from console.tui.widgets.results_dialog import ResultsDialog
 from console.tui.widgets.value_editors import ValueEditor
 
 if TYPE_CHECKING:
@@ -91,7 +89,7 @@ async def alert_silence_steps(app: IrqApp, alert_id: str) -> None:
     if not outcome.reason:
         app.notify("silence: a reason is required; nothing sent", severity="error")
         return
-    await _send_and_show(app, "Silence", "alert_silence", alert_id, outcome.reason,
+    await send_and_show(app, "Silence", "alert_silence", alert_id, outcome.reason,
                          extra={"for_s": float(outcome.value)})
 
 
@@ -113,20 +111,5 @@ async def job_cancel_steps(app: IrqApp, job: JobProgress) -> None:
     if outcome is None:
         app.notify("cancel job: nothing sent", timeout=3)
         return
-    await _send_and_show(app, "Cancel job", "job_cancel", job.id, outcome.reason)
+    await send_and_show(app, "Cancel job", "job_cancel", job.id, outcome.reason)
     app.job_watch.poke()
-
-
-async def _send_and_show(app: IrqApp, title: str, action: str, target: str, reason: str,
-                         extra: dict[str, Any] | None = None) -> None:
-    try:
-        if action.startswith("job_"):
-            results = await app.source.job_command(action, [target], reason=reason)
-        else:
-            results = await app.source.named_command(action, [target], reason=reason,
-                                                     extra=extra)
-    except GatewayError as exc:
-        results = failed(app, action, [target], exc)
-    if not results:
-        results = unanswered(action, [target])
-    await app.push_screen_wait(ResultsDialog(title, results, app.glyphs, app.ascii_only))
