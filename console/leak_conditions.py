@@ -19,7 +19,8 @@ from typing import Any
 
 from console.alert_model import AlertKind, Condition
 from console.leak_rule import LeakReason, leak_reason
-from console.model import Run, RunState
+from console.model import RunState
+from console.run_record import RunFacts
 
 DEFAULT_HELD_TOO_LONG = timedelta(hours=1)
 
@@ -63,11 +64,11 @@ class Leak:
         }
 
 
-def _since(run: Run) -> datetime | None:
+def _since(run: RunFacts) -> datetime | None:
     return run.heartbeat_at or run.observed_at or run.updated_at
 
 
-def leaks(runs: Iterable[Run], now: datetime,
+def leaks(runs: Iterable[RunFacts], now: datetime,
           price_per_hour: PricePerHour | None = None) -> list[Leak]:
     """Every leaked resource of ``runs``, oldest first."""
     found = []
@@ -87,7 +88,7 @@ def leaks(runs: Iterable[Run], now: datetime,
     return sorted(found, key=lambda leak: (leak.since is None, leak.since or now, leak.subject))
 
 
-def leak_suspected(runs: Iterable[Run], now: datetime,
+def leak_suspected(runs: Iterable[RunFacts], now: datetime,
                    price_per_hour: PricePerHour | None = None) -> list[Condition]:
     """One ``leak_suspected`` condition per leaked resource (subject ``RUN_ID/RESOURCE_ID``)."""
     conditions = []
@@ -106,7 +107,7 @@ def leak_suspected(runs: Iterable[Run], now: datetime,
     return conditions
 
 
-def held_too_long(runs: Iterable[Run], paused_since: Mapping[str, datetime], now: datetime,
+def held_too_long(runs: Iterable[RunFacts], paused_since: Mapping[str, datetime], now: datetime,
                   after: timedelta = DEFAULT_HELD_TOO_LONG,
                   price_per_hour: PricePerHour | None = None) -> list[Condition]:
     """A paused run keeping an ``on_pause = "keep"`` resource longer than ``after``: one

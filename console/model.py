@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from console.liveness import classify_liveness
 from console.release_outcome import ReleaseOutcome
 from console.run_facts import RunError, StepRetry, WorkAtRisk
+
+if TYPE_CHECKING:
+    from console.run_record import RunRecord
 
 
 def utcnow() -> datetime:
@@ -442,79 +445,94 @@ class Run(BaseModel):
     def suspected_state(
         self, now: datetime | None = None, state: RunState | None = None
     ) -> RunState | None:
-        """``late`` or ``lost`` when the heartbeat's age *now* says worse than ``state``.
-
-        ``state`` was judged when the backend was read (``observed_at``); the age keeps
-        growing after that. A run shown ``running`` whose last beat is already older than
-        its timeout is not known to be running: the console says so instead of ``running``.
-        ``state``: the state shown, when a client judged it itself (default ``self.state``).
-        """
-        state = state or self.state
-        if state not in (RunState.RUNNING, RunState.WAITING, RunState.LATE):
-            return None
-        if self.heartbeat_at is None:
-            return None
-        now = now or utcnow()
-        if self.heartbeat_interval_s:
-            liveness = classify_liveness(
-                self.heartbeat_at,
-                now,
-                interval_s=self.heartbeat_interval_s,
-                timeout_s=self.heartbeat_timeout_s,
-            )
-        else:
-            age = age_seconds(self.heartbeat_at, now) or 0.0
-            timeout = self.heartbeat_timeout_s
-            liveness = "lost" if timeout and age > timeout else "unknown"
-        if liveness == "lost":
-            return RunState.LOST
-        if liveness == "late" and state is not RunState.LATE:
-            return RunState.LATE
-        return None
+        return suspected_state(self, now, state)
 
     def contract(self, now: datetime | None = None) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "backend": self.backend,
-            "context": self.context,
-            "native_id": self.native_id,
-            "name": self.name,
-            "state": self.state.value,
-            "native_state": self.native_state,
-            "heartbeat_age_s": self.heartbeat_age_s(now),
-            "heartbeat_at": self.heartbeat_at.isoformat() if self.heartbeat_at else None,
-            "observed_at": self.observed_at.isoformat() if self.observed_at else None,
-            "heartbeat_timeout_s": self.heartbeat_timeout_s,
-            "heartbeat_interval_s": self.heartbeat_interval_s,
-            "progress": self.progress,
-            "resources": [r.contract() for r in self.resources],
-            "interrupts": list(self.interrupts),
-            "warnings": list(self.warnings),
-            "updated_at": self.updated_at.isoformat(),
-            "started_at": self.started_at.isoformat() if self.started_at else None,
-            "preempted": self.preempted,
-            "attempt": self.attempt,
-            "in_flight_step": self.in_flight_step,
-            # the state is as of ``state_as_of`` (null: judged continuously by the gateway);
-            # ``suspected_state``: what the heartbeat age says now when that is worse
-            "state_as_of": self.observed_at.isoformat() if self.observed_at else None,
-            "observed_age_s": self.observed_age_s(now),
-            "suspected_state": _value(self.suspected_state(now)),
-            "heartbeat_expected": self.heartbeat_expected,
-            "step_timeout_s": self.step_timeout_s,
-            "abort_timeout_s": self.abort_timeout_s,
-            "checkpointer": self.checkpointer,
-            "app_version": self.app_version,
-            "version_pinned": self.version_pinned,
-            "action_notes": {a.value: list(n) for a, n in self.action_notes.items()},
-            "error": self.error.contract() if self.error else None,
-            "retrying": self.retrying.contract() if self.retrying else None,
-            "last_step_at": self.last_step_at.isoformat() if self.last_step_at else None,
-        }
+        return run_contract(self, now)
 
 
-def _value(state: RunState | None) -> str | None:
-    return state.value if state is not None else None
+# a run's contract and liveness, for a Run and for the gateway's index's records alike
+
+
+def suspected_state(
+    run: Run | RunRecord, now: datetime | None = None, state: RunState | None = None
+) -> RunState | None:
+    """``late`` or ``lost`` when the heartbeat's age *now* says worse than ``state``.
+
+    ``state`` was judged when the backend was read (``observed_at``); the age keeps growing
+    after that. A run shown ``running`` whose last beat is already older than its timeout is
+    not known to be running: the console says so instead of ``running``. ``state``: the
+    state shown, when a client judged it itself (default the run's).
+    """
+    state = state or run.state
+    if state not in (RunState.RUNNING, RunState.WAITING, RunState.LATE):
+        return None
+    if run.heartbeat_at is None:
+        return None
+    now = now or utcnow()
+    if run.heartbeat_interval_s:
+        liveness = classify_liveness(
+            run.heartbeat_at,
+            now,
+            interval_s=run.heartbeat_interval_s,
+            timeout_s=run.heartbeat_timeout_s,
+        )
+    else:
+        age = age_seconds(run.heartbeat_at, now) or 0.0
+        timeout = run.heartbeat_timeout_s
+        liveness = "lost" if timeout and age > timeout else "unknown"
+    if liveness == "lost":
+        return RunState.LOST
+    if liveness == "late" and state is not RunState.LATE:
+        return RunState.LATE
+    return None
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
+
+
+def run_contract(run: Run | RunRecord, now: datetime | None = None) -> dict[str, Any]:
+    """A run's JSON contract (docs/json-contract.md): add fields, never rename them."""
+    suspected = suspected_state(run, now)
+    return {
+        "id": run.id,
+        "backend": run.backend,
+        "context": run.context,
+        "native_id": run.native_id,
+        "name": run.name,
+        "state": run.state.value,
+        "native_state": run.native_state,
+        "heartbeat_age_s": age_seconds(run.heartbeat_at, now),
+        "heartbeat_at": _iso(run.heartbeat_at),
+        "observed_at": _iso(run.observed_at),
+        "heartbeat_timeout_s": run.heartbeat_timeout_s,
+        "heartbeat_interval_s": run.heartbeat_interval_s,
+        "progress": run.progress,
+        "resources": [r.contract() for r in run.resources],
+        "interrupts": list(run.interrupts),
+        "warnings": list(run.warnings),
+        "updated_at": run.updated_at.isoformat(),
+        "started_at": _iso(run.started_at),
+        "preempted": run.preempted,
+        "attempt": run.attempt,
+        "in_flight_step": run.in_flight_step,
+        # the state is as of ``state_as_of`` (null: judged continuously by the gateway);
+        # ``suspected_state``: what the heartbeat age says now when that is worse
+        "state_as_of": _iso(run.observed_at),
+        "observed_age_s": age_seconds(run.observed_at, now),
+        "suspected_state": suspected.value if suspected is not None else None,
+        "heartbeat_expected": run.heartbeat_expected,
+        "step_timeout_s": run.step_timeout_s,
+        "abort_timeout_s": run.abort_timeout_s,
+        "checkpointer": run.checkpointer,
+        "app_version": run.app_version,
+        "version_pinned": run.version_pinned,
+        "action_notes": {a.value: list(n) for a, n in run.action_notes.items()},
+        "error": run.error.contract() if run.error else None,
+        "retrying": run.retrying.contract() if run.retrying else None,
+        "last_step_at": _iso(run.last_step_at),
+    }
 
 
 def split_run_id(run_id: str) -> tuple[str, str, str]:

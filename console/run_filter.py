@@ -24,9 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
+from typing import TypeVar
 
 from console.leak_rule import leaked
 from console.model import TERMINAL_STATES, Interrupt, Run, RunState, age_seconds, utcnow
+from console.run_record import RunFacts, RunRecord
 
 KEYS = ("state", "backend", "ctx", "context", "has", "id", "name", "resource", "tool",
         "version", "error")
@@ -99,7 +101,7 @@ class FilterQuery:
 
     def matches(
         self,
-        run: Run,
+        run: RunFacts,
         state: RunState,
         haystack: str | None = None,
         now: datetime | None = None,
@@ -111,7 +113,7 @@ class FilterQuery:
         return True
 
     def matches_interrupt(
-        self, interrupt: Interrupt, run: Run | None, now: datetime | None = None
+        self, interrupt: Interrupt, run: RunFacts | None, now: datetime | None = None
     ) -> bool:
         """Does the inbox item ``interrupt`` (of ``run``, when known) pass every term?
 
@@ -134,14 +136,14 @@ def _states(values: Iterable[str]) -> Iterable[RunState]:
                 yield state
 
 
-def haystack_of(run: Run) -> str:
+def haystack_of(run: RunFacts) -> str:
     """The lower-cased text free-text terms search in."""
     return " ".join(
         (run.id, run.name, run.native_state, run.in_flight_step or "", *run.warnings)
     ).lower()
 
 
-def interrupt_haystack_of(interrupt: Interrupt, run: Run | None) -> str:
+def interrupt_haystack_of(interrupt: Interrupt, run: RunFacts | None) -> str:
     return " ".join(
         (
             interrupt.id,
@@ -161,7 +163,7 @@ def glob_or_substring(pattern: str, value: str) -> bool:
     return pattern in value
 
 
-def run_age_s(run: Run, now: datetime | None = None) -> float:
+def run_age_s(run: RunFacts, now: datetime | None = None) -> float:
     """Heartbeat age, or the time since the run last changed when it has no heartbeat."""
     now = now or utcnow()
     age = age_seconds(run.heartbeat_at, now) if run.heartbeat_at is not None else None
@@ -174,7 +176,7 @@ def _age_matches(term: Term, age: float) -> bool:
     return age > term.seconds if term.key.endswith(">") else age < term.seconds
 
 
-def _created_matches(term: Term, run: Run, now: datetime | None) -> bool:
+def _created_matches(term: Term, run: RunFacts, now: datetime | None) -> bool:
     """``created>``/``created<``: time since the run started (a run whose start the backend
     does not report matches neither bound)."""
     if run.started_at is None:
@@ -182,16 +184,16 @@ def _created_matches(term: Term, run: Run, now: datetime | None) -> bool:
     return _age_matches(term, age_seconds(run.started_at, now or utcnow()) or 0.0)
 
 
-def _error_matches(run: Run, text: str) -> bool:
+def _error_matches(run: RunFacts, text: str) -> bool:
     error = run.error
     return error is not None and (text in error.type.lower() or text in error.message.lower())
 
 
-def _held(run: Run) -> list[tuple[str, str]]:
+def _held(run: RunFacts) -> list[tuple[str, str]]:
     return [(r.kind.lower(), r.id.lower()) for r in run.resources if r.state != "released"]
 
 
-def _resource_matches(run: Run, pattern: str) -> bool:
+def _resource_matches(run: RunFacts, pattern: str) -> bool:
     return any(
         glob_or_substring(pattern, kind) or glob_or_substring(pattern, rid)
         for kind, rid in ((r.kind, r.id) for r in run.resources)
@@ -199,7 +201,7 @@ def _resource_matches(run: Run, pattern: str) -> bool:
 
 
 def _term_matches(
-    term: Term, run: Run, state: RunState, haystack: str | None, now: datetime | None = None
+    term: Term, run: RunFacts, state: RunState, haystack: str | None, now: datetime | None = None
 ) -> bool:
     if term.key == "state":
         return state in term.states
@@ -231,7 +233,7 @@ def _term_matches(
 
 
 def _interrupt_term_matches(
-    term: Term, interrupt: Interrupt, run: Run | None, now: datetime | None
+    term: Term, interrupt: Interrupt, run: RunFacts | None, now: datetime | None
 ) -> bool:
     if term.key == "tool":
         return any(glob_or_substring(v, interrupt.action) for v in term.values)
@@ -251,7 +253,7 @@ def _interrupt_term_matches(
     return _term_matches(term, run, run.state, None, now)
 
 
-def _has(run: Run, what: str) -> bool:
+def _has(run: RunFacts, what: str) -> bool:
     if what in ("interrupt", "interrupts", "intr"):
         return bool(run.interrupts)
     if what in ("warning", "warnings", "warn"):
@@ -268,10 +270,14 @@ def _has(run: Run, what: str) -> bool:
     )
 
 
+#: a run as a client reads it or as the gateway's index keeps it (listed as given)
+R = TypeVar("R", Run, RunRecord)
+
+
 def listed_runs(
-    runs: Iterable[Run], states: Iterable[str] = (), backend: str | None = None,
+    runs: Iterable[R], states: Iterable[str] = (), backend: str | None = None,
     expr: str | None = None, now: datetime | None = None,
-) -> list[Run]:
+) -> list[R]:
     """The runs ``irq runs`` lists, by id: in one of ``states`` (any when empty), of
     ``backend`` (``dbos`` or ``dbos:local``), matching the filter ``expr``. The gateway's
     ``runs`` query and the CLI's own view (``--watch``) both list through this."""

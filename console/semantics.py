@@ -23,6 +23,7 @@ from console.model import (
     Run,
     RunState,
 )
+from console.run_record import RunFacts
 
 #: states in which the agent is executing (or should be) and heartbeats are expected
 LIVE_STATES = frozenset({RunState.RUNNING, RunState.LATE, RunState.LOST, RunState.WAITING})
@@ -45,7 +46,7 @@ def beat_is_stale(
     return at <= last_at
 
 
-def unified_state(run: Run, now: datetime) -> RunState:
+def unified_state(run: RunFacts, now: datetime) -> RunState:
     """The state to show: the adapter's mapped state refined by liveness and interrupts.
 
     Adapters report ``running`` for anything the backend considers executing; this adds
@@ -222,11 +223,11 @@ IN_MEMORY_CHECKPOINTERS = frozenset(
 )
 
 
-def in_memory(run: Run) -> bool:
+def in_memory(run: RunFacts) -> bool:
     return run.checkpointer is not None and run.checkpointer in IN_MEMORY_CHECKPOINTERS
 
 
-def recoverability_warnings(run: Run) -> list[str]:
+def recoverability_warnings(run: RunFacts) -> list[str]:
     """Why ``run`` cannot be safely preempted or recovered, in operator words (empty if it can).
 
     Backend-neutral: adapters put the facts in the typed fields of :class:`Run`

@@ -26,9 +26,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from console.model import TERMINAL_STATES, Action, ActionPlan, JournalStep, Resource, Run
+from console.model import TERMINAL_STATES, Action, ActionPlan, JournalStep, Resource
 from console.prices import PriceTable
 from console.run_facts import WorkAtRisk
+from console.run_record import RunFacts
 
 GPU_KIND = "gpu"
 
@@ -47,11 +48,11 @@ def units_of(resource: Resource) -> float:
     return float(found.group(1)) if found else 1.0
 
 
-def _held(run: Run) -> list[Resource]:
+def _held(run: RunFacts) -> list[Resource]:
     return [r for r in run.resources if r.state != "released"]
 
 
-def counted_from(run: Run, steps: Sequence[JournalStep] = ()) -> tuple[datetime | None, str]:
+def counted_from(run: RunFacts, steps: Sequence[JournalStep] = ()) -> tuple[datetime | None, str]:
     """Where the minutes count from, and what that is ("last_step" | "start" | "")."""
     if run.last_step_at is not None:
         return run.last_step_at, "last_step"
@@ -63,7 +64,7 @@ def counted_from(run: Run, steps: Sequence[JournalStep] = ()) -> tuple[datetime 
     return None, ""
 
 
-def _ended_at(run: Run, now: datetime) -> datetime:
+def _ended_at(run: RunFacts, now: datetime) -> datetime:
     """The clock stops when the run ended: the work after its last step is already lost
     and runs again on a retry; it does not grow while the run sits failed."""
     if run.state in TERMINAL_STATES:
@@ -71,7 +72,7 @@ def _ended_at(run: Run, now: datetime) -> datetime:
     return now
 
 
-def work_at_risk(run: Run, now: datetime, prices: PriceTable | None = None,
+def work_at_risk(run: RunFacts, now: datetime, prices: PriceTable | None = None,
                  steps: Sequence[JournalStep] = ()) -> WorkAtRisk:
     """The work at risk on ``run`` at ``now`` (see the module's docstring for each figure)."""
     since, origin = counted_from(run, steps)
@@ -91,7 +92,7 @@ def work_at_risk(run: Run, now: datetime, prices: PriceTable | None = None,
         counted_from=origin, snapshot=[r.id for r in held if r.on_pause == "snapshot"])
 
 
-def with_work_at_risk(plan: ActionPlan, runs: Iterable[Run], now: datetime,
+def with_work_at_risk(plan: ActionPlan, runs: Iterable[RunFacts], now: datetime,
                       prices: PriceTable | None = None,
                       steps: Mapping[str, Sequence[JournalStep]] | None = None) -> ActionPlan:
     """``plan`` with the work at risk of each of its targets among ``runs`` (for an action
@@ -137,7 +138,7 @@ def snapshot_note(risk: WorkAtRisk) -> str | None:
     return f"{', '.join(risk.snapshot)}: saved on pause, restored on resume"
 
 
-def cost_rate(run: Run, prices: PriceTable | None) -> float:
+def cost_rate(run: RunFacts, prices: PriceTable | None) -> float:
     """What the resources ``run`` holds cost per hour (0 with no prices); with no price
     table, its GPU units, so the cost sort still puts the heaviest runs first."""
     held = _held(run)

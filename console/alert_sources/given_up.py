@@ -7,10 +7,11 @@ from collections.abc import Iterable
 
 from console.alert_model import AlertKind, Condition
 from console.alert_sources.run_subject import named, run_condition
-from console.model import Run, RunState
+from console.model import RunState
+from console.run_record import RunFacts
 
 
-def given_up(runs: Iterable[Run]) -> list[Condition]:
+def given_up(runs: Iterable[RunFacts]) -> list[Condition]:
     out = []
     for run in runs:
         if run.state is not RunState.GIVEN_UP:

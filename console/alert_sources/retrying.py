@@ -7,12 +7,12 @@ from collections.abc import Iterable
 
 from console.alert_model import AlertKind, Condition
 from console.alert_sources.run_subject import named, run_condition
-from console.model import Run
+from console.run_record import RunFacts
 
 DEFAULT_AFTER = 3  # attempts (config ``retrying_after``)
 
 
-def retrying(runs: Iterable[Run], *, after: int = DEFAULT_AFTER) -> list[Condition]:
+def retrying(runs: Iterable[RunFacts], *, after: int = DEFAULT_AFTER) -> list[Condition]:
     out = []
     for run in runs:
         retry = run.retrying

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.alert_model import AlertKind, Condition
-from console.model import Run
+from console.run_record import RunFacts
 
 
-def run_condition(kind: AlertKind, run: Run, detail: str, action: str, *,
+def run_condition(kind: AlertKind, run: RunFacts, detail: str, action: str, *,
                   since: datetime | None = None, attempt: int | None = None,
                   facts: dict[str, Any] | None = None) -> Condition:
     return Condition(kind=kind, subject=run.id, detail=detail, action=action, run=run.id,
@@ -17,7 +17,7 @@ def run_condition(kind: AlertKind, run: Run, detail: str, action: str, *,
                      facts=facts or {})
 
 
-def named(run: Run) -> str:
+def named(run: RunFacts) -> str:
     """``name (id)`` when the run has a name, else its id."""
     return f"{run.name} ({run.id})" if run.name and run.name != run.id else run.id
 

@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 
 from console.alert_model import AlertKind, Condition
 from console.alert_sources.run_subject import at_text, named, run_condition
-from console.model import Run, RunState
+from console.model import RunState
+from console.run_record import RunFacts
 
 DEFAULT_AFTER_S = 600.0  # config ``stalled_after``
 
@@ -25,7 +26,7 @@ class ProgressMarks:
     def __init__(self) -> None:
         self.marks: dict[str, tuple[float, datetime]] = {}
 
-    def note(self, runs: Iterable[Run], now: datetime) -> None:
+    def note(self, runs: Iterable[RunFacts], now: datetime) -> None:
         self.note_progress(((r.id, r.progress) for r in runs if r.progress is not None), now)
 
     def note_progress(self, seen: Iterable[tuple[str, float]], now: datetime) -> None:
@@ -45,7 +46,7 @@ class ProgressMarks:
                 if mark[1] <= moved_after]
 
 
-def beating(run: Run, now: datetime) -> bool:
+def beating(run: RunFacts, now: datetime) -> bool:
     """Fresh heartbeats: a running run whose last beat is within its timeout."""
     if run.state is not RunState.RUNNING or run.heartbeat_at is None:
         return False
@@ -54,8 +55,8 @@ def beating(run: Run, now: datetime) -> bool:
     return (now - run.heartbeat_at).total_seconds() <= run.heartbeat_timeout_s
 
 
-def stalled(runs: Iterable[Run] | Mapping[str, Run], marks: ProgressMarks, now: datetime, *,
-            after_s: float = DEFAULT_AFTER_S) -> list[Condition]:
+def stalled(runs: Iterable[RunFacts] | Mapping[str, RunFacts], marks: ProgressMarks,
+            now: datetime, *, after_s: float = DEFAULT_AFTER_S) -> list[Condition]:
     """The runs among ``runs`` (a mapping by id, or a list) whose progress has not moved
     for ``after_s`` by ``marks`` while their beats are fresh. The marks pick the candidates
     (a walk of compact tuples, not of 100,000 runs); only those are read."""

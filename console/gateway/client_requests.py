@@ -217,7 +217,7 @@ class ClientRequests:
         # run detail
         if not q.run_id:
             raise FrameError("invalid", "run needs 'run_id'", q.id)
-        run = self.hub.runs.get(q.run_id)
+        run = self.hub.run(q.run_id)
         if run is None:
             raise FrameError("not_found", f"no such run: {q.run_id}", q.id)
         return await self.run_detail(run, now)

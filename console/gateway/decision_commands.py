@@ -88,7 +88,7 @@ class Decisions:
             by = f" by {intr.decision.by} at {intr.decision.at:%H:%M:%S}" if intr.decision else ""
             return self.book.refuse(attempt, "conflict", "conflict",
                                     f"interrupt is already {intr.status}{by}")
-        run = self.hub.runs.get(intr.run_id)
+        run = self.hub.run(intr.run_id)
         backend = backend_for(self.backends, run) if run else None
         if run is None or backend is None:
             return self.book.refuse(attempt, "failed", "unreachable",
@@ -202,7 +202,7 @@ class Decisions:
         (only ``settle`` drops a claim). False while its backend is unreachable."""
         intr = Interrupt.model_validate(row.payload["interrupt"])
         decision = Decision.model_validate(row.payload["decision"])
-        run = self.hub.runs.get(intr.run_id)
+        run = self.hub.run(intr.run_id)
         backend = (backend_for(self.backends, run) if run
                    else self.backends.get(intr.run_id.split("/", 1)[0]))
         if backend is None:

@@ -30,13 +30,13 @@ import orjson
 
 from console.gateway.beat_shedding import PublishMarks
 from console.gateway.protocol import SubscriptionFilter, encode
-from console.model import Run
+from console.run_record import RunRecord
 
 MAX_LAG = 100_000  # events a subscriber may fall behind before it is resynced (the log's
 # default size: a client is resynced when the log no longer reaches back to its cursor)
 
 #: renders a run's contract as of an event: the run, its heartbeat time and progress then
-RunRenderer = Callable[[Run, datetime | None, float | None], bytes]
+RunRenderer = Callable[[RunRecord, datetime | None, float | None], bytes]
 
 
 class Event(dict[str, Any]):
@@ -49,7 +49,7 @@ class Event(dict[str, Any]):
     __slots__ = ("scope", "run_ref", "beat", "at", "render", "_full")
 
     def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
-                 scope: str | None, run_ref: Run | None = None,
+                 scope: str | None, run_ref: RunRecord | None = None,
                  beat: dict[str, Any] | None = None) -> None:
         super().__init__(seq=seq, kind=kind)
         if data is not None:
@@ -119,7 +119,7 @@ class BeatEvent(Event):
 
     __slots__ = ("_seq", "iso", "progress", "_compact")
 
-    def __init__(self, seq: int, scope: str, run: Run, at: datetime | None, iso: str | None,
+    def __init__(self, seq: int, scope: str, run: RunRecord, at: datetime | None, iso: str | None,
                  progress: float | None, render: RunRenderer) -> None:
         # no dict.__init__: "seq" and "kind" are answered by __getitem__
         self._seq, self.scope, self.run_ref, self.beat = seq, scope, run, None
@@ -247,7 +247,7 @@ class EventLog:
         event.full()  # encoded now, and only the encoding stays in the log
         return event
 
-    def publish_run(self, run: Run, render: RunRenderer, *, urgent: bool = True) -> Event:
+    def publish_run(self, run: RunRecord, render: RunRenderer, *, urgent: bool = True) -> Event:
         """A ``run`` event rendered from ``run`` (by ``render``) when first asked for (a run's
         contract and its encoding cost more than the rest of a merge; the 100,000 events of
         the first beats need neither until a client reads them). The run object is never
@@ -265,7 +265,7 @@ class EventLog:
             listener(event)
         return event
 
-    def publish_beat(self, run: Run, render: RunRenderer) -> None:
+    def publish_beat(self, run: RunRecord, render: RunRenderer) -> None:
         """A beat that changed only the heartbeat time and progress (no wake: the caller
         wakes the subscribers once per flush, :meth:`beats_wait`; listeners skip it, the
         state did not change)."""

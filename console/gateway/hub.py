@@ -32,6 +32,7 @@ from console.gateway.release_checks import ReleaseChecks
 from console.gateway.run_contracts import AS_IS
 from console.gateway.run_store import AdapterView, RunStore
 from console.model import BackendHealth, Heartbeat, Interrupt, Run, utcnow
+from console.run_record import RunRecord
 
 FLUSH_SLICE = 400  # runs merged between two yields to the event loop (~4 ms)
 
@@ -139,11 +140,17 @@ class Hub:
             **{key: part() for key, part in self.snapshot_parts.items()},
         }
 
-    def admitted_runs(self, flt: SubscriptionFilter | None = None) -> list[Run]:
+    def run(self, run_id: str) -> Run | None:
+        """An indexed run as a ``Run`` model, for what leaves the index (a command's plan, a
+        detail); the index keeps records (run_record.py)."""
+        record = self.runs.get(run_id)
+        return None if record is None else record.to_run()
+
+    def admitted_runs(self, flt: SubscriptionFilter | None = None) -> list[RunRecord]:
         return self._admitted(flt)[0]
 
     def _admitted(self, flt: SubscriptionFilter | None
-                  ) -> tuple[list[Run], list[Interrupt], list[BackendHealth]]:
+                  ) -> tuple[list[RunRecord], list[Interrupt], list[BackendHealth]]:
         runs = list(self.runs.values())
         interrupts = list(self.interrupts.values())
         backends = list(self.backends.values())
@@ -159,7 +166,7 @@ class Hub:
             b for b in backends if contexts is None or b.key in contexts]
         return runs, interrupts, backends
 
-    def contract_bytes(self, run: Run, now: datetime, *, at: Any = AS_IS,
+    def contract_bytes(self, run: RunRecord, now: datetime, *, at: Any = AS_IS,
                        progress: Any = AS_IS) -> bytes:
         """``encode(run.contract(now))``, its rest cached (run_contracts.py)."""
         return self.run_store.contracts.encoded(run, now, at=at, progress=progress)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from console.gateway.run_contracts import copy_run
 from console.liveness import late_margin
-from console.model import Run, RunState
+from console.model import RunState
+from console.run_record import RunFacts, RunRecord
 from console.semantics import LIVE_STATES, unified_state
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class LivenessWheel:
         self.due: dict[int, set[str]] = {}  # 100 ms slot -> runs whose liveness may change
         self.due_of: dict[str, int] = {}
 
-    def schedule(self, run: Run, not_before: int | None = None) -> None:
+    def schedule(self, run: RunFacts, not_before: int | None = None) -> None:
         """File ``run`` under the slot its silence could next change its state."""
         due = liveness_due(run)
         if due is not None and not_before is not None and due < not_before:
@@ -108,7 +109,7 @@ class LivenessClock:
             if self.backlog:
                 break
 
-    def _silence(self, run_id: str, run: Run, now: datetime, slot: int) -> bool:
+    def _silence(self, run_id: str, run: RunRecord, now: datetime, slot: int) -> bool:
         """Silence changed ``run``'s state (late, lost): nothing else changed since its last
         merge, so the merged run is the current one with the state the merge would judge
         now (from the adapter's state, as the merge does). False: the full merge is needed
@@ -116,25 +117,24 @@ class LivenessClock:
         observed = self.store.observed.get(run_id)
         if observed is None or run_id in self.store.releases.checks:
             return False
-        fields = run.__dict__
-        state = fields["state"]
-        fields["state"] = observed.state
+        state = run.state
+        run.state = observed.state
         try:
             new_state = unified_state(run, now)
         finally:
-            fields["state"] = state
+            run.state = state
         if new_state is state:
             self.wheel.schedule(run, not_before=slot + 1)
             return True
         new = copy_run(run, {"state": new_state, "updated_at": now})
         if new_state.terminal or state.terminal:  # else the same facts, the same warnings
-            new.__dict__["warnings"] = self.store.warnings(observed.warnings, new)
+            new.warnings = self.store.warnings(observed.warnings, new)
         self.store.install(new, run)
         self.store.publish(new)
         return True
 
 
-def liveness_due(run: Run) -> int | None:
+def liveness_due(run: RunFacts) -> int | None:
     """The wheel slot (epoch tenths of a second) at which silence could next change
     ``run``'s state: late after the cadence plus a margin, lost after the timeout
     (console.liveness); None: never."""

@@ -104,7 +104,7 @@ class ReleaseCommands:
 
     def plan_for(self, target: str, resource_id: str | None) -> PlannedRelease | ReleaseRefusal:
         """What ``irq release`` confirms (and the command then does), or why nothing."""
-        run = self.hub.runs.get(target)
+        run = self.hub.run(target)
         if run is None:
             return ReleaseRefusal("failed", "not_found", f"no such run: {target}")
         resource = next((r for r in run.resources if r.id == resource_id), None)

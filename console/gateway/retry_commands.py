@@ -54,7 +54,7 @@ class RetryCommands:
 
     async def plan_for(self, target: str, from_step: str | None) -> ActionPlan | RetryRefusal:
         """The plan ``irq retry --dry-run`` prints (and the TUI confirms), or why none."""
-        run = self.hub.runs.get(target)
+        run = self.hub.run(target)
         if run is None:
             return RetryRefusal("failed", "not_found", f"no such run: {target}")
         return await self._planned(run, backend_for(self.backends, run), from_step)
@@ -90,7 +90,7 @@ class RetryCommands:
         attempt = self.book.open(cmd, who, target, Action.RETRY.value)
         if isinstance(attempt, CommandResult):
             return attempt  # replayed: the same key was handled before
-        run = self.hub.runs.get(target)
+        run = self.hub.run(target)
         if run is None:
             return self.book.not_found(attempt, "run")
         backend = backend_for(self.backends, run)

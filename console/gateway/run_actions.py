@@ -45,7 +45,7 @@ class RunActions:
         return backend_for(self.backends, run)
 
     def plan_for(self, action: Action, targets: list[str]) -> ActionPlan:
-        runs = [self.hub.runs[t] for t in targets if t in self.hub.runs]
+        runs = [r for t in targets if (r := self.hub.run(t)) is not None]
         ops: dict[str, list[str]] = {}
         for run in runs:
             backend = self.backend_for(run)
@@ -63,7 +63,7 @@ class RunActions:
         attempt = self.book.open(cmd, who, target, action.value)
         if isinstance(attempt, CommandResult):
             return attempt
-        run = self.hub.runs.get(target)
+        run = self.hub.run(target)
         if run is None:
             return self.book.not_found(attempt, "run")
         backend = self.backend_for(run)

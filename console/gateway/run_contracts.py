@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 
 from console.gateway.protocol import encode
-from console.gateway.shared_values import share_empties, shared_bytes, shared_fields_set
+from console.gateway.shared_values import share_empties, shared_bytes
 from console.liveness import late_margin
-from console.model import Run, RunState
+from console.model import RunState
+from console.run_record import FIELDS, RunFacts, RunRecord
 
 #: fields of a run's contract that change without a new run object (the beat fast path),
 #: with the time, or with what an agent's beats change (its cadence and timeout, the state,
@@ -37,7 +38,7 @@ AS_IS: Any = object()  # ContractCache.encoded: the run's own value
 class ContractCache:
     """The encoded contracts of the runs in ``runs`` (the run store's index, read only)."""
 
-    def __init__(self, runs: dict[str, Run], *, clock: Callable[[], datetime]) -> None:
+    def __init__(self, runs: dict[str, RunRecord], *, clock: Callable[[], datetime]) -> None:
         self.runs = runs
         self.clock = clock
         #: run id -> its contract encoded without the fields that change in place or with
@@ -45,11 +46,11 @@ class ContractCache:
         #: the run object is replaced
         self.static: dict[str, tuple[bytes, bytes]] = {}
 
-    def render(self, run: Run, at: datetime | None, progress: float | None) -> bytes:
+    def render(self, run: RunRecord, at: datetime | None, progress: float | None) -> bytes:
         """A ``run`` event's full form (event_log.RunRenderer)."""
         return self.encoded(run, self.clock(), at=at, progress=progress)
 
-    def encoded(self, run: Run, now: datetime, *, at: Any = AS_IS,
+    def encoded(self, run: RunRecord, now: datetime, *, at: Any = AS_IS,
                 progress: Any = AS_IS) -> bytes:
         """``encode(run.contract(now))`` (the same fields and values; the fields that move
         with the clock or the beats come last), its rest cached. ``at``, ``progress``: the
@@ -66,7 +67,7 @@ class ContractCache:
         # one join: a snapshot does this 100,000 times
         return b"".join((parts[0], b",", parts[1], _dynamic_tail(run, now)))
 
-    def encode_static(self, run: Run, now: datetime) -> tuple[bytes, bytes]:
+    def encode_static(self, run: RunRecord, now: datetime) -> tuple[bytes, bytes]:
         """The encoded contract of ``run`` without its CONTRACT_DYNAMIC fields (and without
         its closing brace), in two parts: the fields that name the run (CONTRACT_OWN) and the rest,
         which many runs share (shared_values.py: 100,000 runs' contracts were most of the
@@ -84,15 +85,14 @@ class ContractCache:
         self.static.pop(run_id, None)
 
 
-def _dynamic_tail(run: Run, now: datetime) -> bytes:
+def _dynamic_tail(run: RunRecord, now: datetime) -> bytes:
     """The CONTRACT_DYNAMIC fields of ``run``, as :meth:`ContractCache.encoded` appends them
     (the values ``Run.contract`` gives), read off the run's fields directly: a snapshot of
     100,000 runs spent most of its time here. Times go to orjson as datetimes: it writes
     exactly ``isoformat()`` in C (formatting each in Python, through a cache that
     ``updated_at`` -- one time per run -- kept missing, was a third of the snapshot)."""
-    f = run.__dict__
-    at, seen, state = f["heartbeat_at"], f["observed_at"], f["state"]
-    interval, timeout = f["heartbeat_interval_s"], f["heartbeat_timeout_s"]
+    at, seen, state = run.heartbeat_at, run.observed_at, run.state
+    interval, timeout = run.heartbeat_interval_s, run.heartbeat_timeout_s
     age = None if at is None else max(0.0, (now - at).total_seconds())
     if age is None or state not in _JUDGED:
         suspected = None  # Run.suspected_state's first two checks
@@ -104,8 +104,8 @@ def _dynamic_tail(run: Run, now: datetime) -> bytes:
         suspected = run.suspected_state(now)
     return b"," + orjson.dumps({
         "heartbeat_interval_s": interval, "heartbeat_timeout_s": timeout,
-        "warnings": f["warnings"], "heartbeat_at": at, "progress": f["progress"],
-        "state": state.value, "updated_at": f["updated_at"],
+        "warnings": run.warnings, "heartbeat_at": at, "progress": run.progress,
+        "state": state.value, "updated_at": run.updated_at,
         # age_seconds, inlined
         "heartbeat_age_s": None if age is None else round(age, 3),
         "observed_age_s": None if seen is None
@@ -118,17 +118,13 @@ def _dynamic_tail(run: Run, now: datetime) -> bytes:
 _JUDGED = frozenset({RunState.RUNNING, RunState.WAITING, RunState.LATE})
 
 
-def copy_run(run: Run, update: dict[str, Any]) -> Run:
-    """``run.model_copy(update=update)`` without its cost in memory: the copy's set of
-    explicitly set fields and its empty containers are shared with the other runs'
-    (shared_values.py; the hub never dumps with exclude_unset)."""
-    new = Run.__new__(Run)
-    fields = dict(run.__dict__)
-    fields.update(update)
-    share_empties(fields)
-    object.__setattr__(new, "__dict__", fields)
-    object.__setattr__(new, "__pydantic_fields_set__",
-                       shared_fields_set(run.__pydantic_fields_set__))
-    object.__setattr__(new, "__pydantic_extra__", run.__pydantic_extra__)
-    object.__setattr__(new, "__pydantic_private__", run.__pydantic_private__)
-    return new
+def copy_run(run: RunFacts, update: dict[str, Any]) -> RunRecord:
+    """A new version of an indexed run (run_record.py): ``run`` -- as its adapter reported it,
+    or the indexed version -- with ``update``'s fields, its empty containers the shared ones
+    (shared_values.py)."""
+    share_empties(update)
+    if isinstance(run, RunRecord):
+        return run.replace(update)
+    values = {**run.__dict__, **update}
+    share_empties(values)
+    return RunRecord(*[values[name] for name in FIELDS])

@@ -22,6 +22,7 @@ from console.gateway.release_checks import ReleaseChecks
 from console.gateway.run_contracts import ContractCache, copy_run
 from console.gateway.shared_values import shared_empty
 from console.model import Resource, Run, RunState
+from console.run_record import FIELDS, RunFacts, RunRecord
 from console.semantics import recoverability_warnings, unified_state
 
 FINISHED_RUN_TTL = timedelta(hours=1)  # finished runs leave the live index (audit keeps them)
@@ -67,7 +68,8 @@ class RunStore:
         self.wheel = wheel
         #: as the adapter last reported it (shared with ``beats``: which runs are known)
         self.observed = observed
-        self.runs: dict[str, Run] = {}  # merged view (adapter + agent heartbeats)
+        #: the merged view (adapter + agent heartbeats), as records (run_record.py)
+        self.runs: dict[str, RunRecord] = {}
         self.contracts = ContractCache(self.runs, clock=clock)
         #: one bound method for every event (each event keeps its renderer: a bound method
         #: made per event was 64 bytes of each of the log's 100,000 events)
@@ -100,8 +102,8 @@ class RunStore:
         merged = self.runs.get(run.id)
         if merged is None:
             return False
-        have = merged.__dict__
-        return all(have.get(k) == v for k, v in run.__dict__.items() if k not in MERGED_FIELDS)
+        return all(getattr(merged, k) == v for k, v in run.__dict__.items()
+                   if k not in MERGED_FIELDS)
 
     def forget(self, run_id: str) -> None:
         self.observed.pop(run_id, None)
@@ -121,7 +123,7 @@ class RunStore:
 
     # ------------------------------------------------------------------ new versions
 
-    def install(self, run: Run, old: Run | None = None) -> None:
+    def install(self, run: RunRecord, old: RunRecord | None = None) -> None:
         """A new merged version of a run: stored, filed in the liveness wheel, and counted
         as terminal or not. ``old``: the version it replaces, when the two differ in
         CONTRACT_DYNAMIC fields at most: the cached contract stays (only the beat fast path
@@ -135,10 +137,10 @@ class RunStore:
         else:
             self._terminal.discard(run.id)
 
-    def publish(self, run: Run, *, urgent: bool = True) -> None:
+    def publish(self, run: RunRecord, *, urgent: bool = True) -> None:
         self.events.publish_run(run, self._render, urgent=urgent)
 
-    def warnings(self, reported: list[str], run: Run) -> list[str]:
+    def warnings(self, reported: list[str], run: RunFacts) -> list[str]:
         """The adapter's warnings, then the recoverability warnings ``run``'s facts imply;
         one list object for every run with the same warnings (100,000 runs mostly share a
         handful; nothing changes a run's list in place)."""
@@ -157,20 +159,20 @@ class RunStore:
             return
         old = self.runs.get(run_id)
         if old is not None and old.state != merged.state:
-            merged.__dict__["updated_at"] = now  # the unified state changed here
+            merged.updated_at = now  # the unified state changed here
         elif old is not None and old.updated_at > merged.updated_at:
-            merged.__dict__["updated_at"] = old.updated_at
+            merged.updated_at = old.updated_at
         self.install(merged)
         if old is None or _differs(old, merged):
             self.publish(merged)
 
-    def _merge(self, run_id: str, now: datetime, base: Run | None = None) -> Run | None:
+    def _merge(self, run_id: str, now: datetime, base: Run | None = None) -> RunRecord | None:
         """The run as shown: the adapter's report (``base``, the run as the adapter just
         reported it, or else the merged run, whose other fields are the adapter's) with the
         agent's latest beat and the pending interrupts merged in."""
         observed = self.observed.get(run_id)
-        base = base if base is not None else self.runs.get(run_id)
-        if observed is None or base is None:
+        last: RunFacts | None = base if base is not None else self.runs.get(run_id)
+        if observed is None or last is None:
             return None
         beat = self.beats.facts.get(run_id)
         update: dict[str, Any] = {
@@ -192,18 +194,17 @@ class RunStore:
             if beat.resources is not None:
                 update["resources"] = list(beat.resources)
             update["in_flight_step"] = beat.in_flight_step
-        merged = copy_run(base, update)
-        fields = merged.__dict__  # set directly: pydantic's setattr grows a set per run
+        merged = copy_run(last, update)
         check = self.releases.checks.get(run_id)
         if merged.state in (RunState.PAUSED, RunState.CANCELLED) and check is not None:
             # the backend already says so; the agent has not confirmed its release yet
-            fields["state"] = (RunState.PAUSING if check.action == "pause"
-                               else RunState.CANCELLING)
+            merged.state = (RunState.PAUSING if check.action == "pause"
+                            else RunState.CANCELLING)
         else:
-            fields["state"] = unified_state(merged, now)
+            merged.state = unified_state(merged, now)
         # every run of every backend: the adapter's own warnings, then the recoverability
         # warnings its facts imply (facts merged from the agent's beats included)
-        fields["warnings"] = self.warnings(observed.warnings, merged)
+        merged.warnings = self.warnings(observed.warnings, merged)
         return merged
 
     # ------------------------------------------------------------------- fed by beats
@@ -235,18 +236,17 @@ class RunStore:
                     else observed.resources) != run.resources
                 or (beat.progress is None and run.progress != observed.progress)):
             return False
-        fields = run.__dict__
-        at, state = fields["heartbeat_at"], fields["state"]
-        fields["heartbeat_at"], fields["state"] = beat.at or now, observed.state
+        at, state = run.heartbeat_at, run.state
+        run.heartbeat_at, run.state = beat.at or now, observed.state
         try:
             new_state = unified_state(run, now)
         finally:
-            fields["state"] = state
+            run.state = state
         if new_state is not state:
-            fields["heartbeat_at"] = at
+            run.heartbeat_at = at
             return False
         if beat.progress is not None:
-            fields["progress"] = beat.progress
+            run.progress = beat.progress
         self.wheel.schedule(run)
         self.events.publish_beat(run, self._render)
         return True
@@ -275,22 +275,22 @@ class RunStore:
             "progress": beat.progress if beat.progress is not None else observed.progress,
             "state": observed.state,
         })
-        fields = new.__dict__
-        fields["state"] = unified_state(new, now)
-        if fields["heartbeat_timeout_s"] != run.heartbeat_timeout_s \
-                or fields["state"].terminal or run.state.terminal:
+        new.state = unified_state(new, now)
+        if new.heartbeat_timeout_s != run.heartbeat_timeout_s \
+                or new.state.terminal or run.state.terminal:
             # else the facts the warnings come from are the run's: its warnings stay
-            fields["warnings"] = self.warnings(observed.warnings, new)
-        changed = fields["state"] is not run.state
+            new.warnings = self.warnings(observed.warnings, new)
+        changed = new.state is not run.state
         if changed:
-            fields["updated_at"] = now  # the unified state changed here
+            new.updated_at = now  # the unified state changed here
         self.install(new, run)
         self.publish(new, urgent=changed)
         return True
 
 
-def _differs(a: Run, b: Run) -> bool:
-    """Do two versions of a run differ in anything but ``updated_at``? (field by field:
-    a model_dump of each took most of a flush)"""
-    fa, fb = a.__dict__, b.__dict__
-    return any(fa[k] != fb[k] for k in fa if k != "updated_at")
+def _differs(a: RunRecord, b: RunRecord) -> bool:
+    """Do two versions of a run differ in anything but ``updated_at``?"""
+    return any(getattr(a, k) != getattr(b, k) for k in _COMPARED)
+
+
+_COMPARED = tuple(k for k in FIELDS if k != "updated_at")

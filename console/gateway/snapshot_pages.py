@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from console.gateway.protocol import encode
-from console.model import Run
+from console.run_record import RunRecord
 
 SNAPSHOT_PAGE_RUNS = 300  # runs per page (~225 KB at 750 bytes a run): one fragment each
 SNAPSHOT_SLICE_S = 0.02  # the event loop let through after this long (a turn with the loop
@@ -64,8 +64,8 @@ class SnapshotPages:
         return b"".join([page async for page in self.read()])
 
 
-async def encode_pages(build: SnapshotPages, head: dict[str, Any], runs: Sequence[Run],
-                       encoded: Callable[[Run], bytes]) -> None:
+async def encode_pages(build: SnapshotPages, head: dict[str, Any], runs: Sequence[RunRecord],
+                       encoded: Callable[[RunRecord], bytes]) -> None:
     """Fill ``build``: ``head`` (a snapshot with ``runs`` empty) with ``runs`` encoded by
     ``encoded`` spliced in, SNAPSHOT_PAGE_RUNS a page, the event loop let through every
     SNAPSHOT_SLICE_S (the agents and the other clients must not wait for 100,000 runs; the

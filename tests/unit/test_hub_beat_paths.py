@@ -55,7 +55,7 @@ def _full_flush(hub: Hub) -> None:
 
 
 def _state(hub: Hub, run_id: str) -> dict[str, Any]:
-    return dict(hub.runs[run_id].__dict__)
+    return hub.runs[run_id].fields()
 
 
 def _last_run_event(hub: Hub) -> dict[str, Any]:

@@ -19,11 +19,11 @@ def _run(i: int, **kw: object) -> Run:
                name="nightly", started_at=T0 - timedelta(minutes=i), **kw)  # type: ignore[arg-type]
 
 
-def test_indexed_runs_share_their_set_fields_empties_and_contract_rest() -> None:
+def test_indexed_runs_are_records_sharing_empties_and_contract_rest() -> None:
     hub = Hub(clock=lambda: T0)
     hub.observe_runs([_run(i) for i in range(3)])
     a, b = hub.runs["dbos:local/wf-0"], hub.runs["dbos:local/wf-1"]
-    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    assert not hasattr(a, "__dict__")  # a record: its fields in slots, no dict per run
     for field in ("resources", "interrupts", "action_notes", "details"):
         assert getattr(a, field) is getattr(b, field), field
     assert hub._contracts[a.id][1] is hub._contracts[b.id][1]  # the rest: one bytes object
