@@ -119,6 +119,7 @@ class BackgroundLoops:
                   self._every(1.0, self.hub.tick)]
         self.gc_policy.start(collect=False)
         loops += [self._every(1.0, self.gc_tick), self._release_heap_loop(),
+                  self._every(1.0, self.hub.events.release_encodings),
                   self._every(min(5.0, self.settings.refusal_interval_s), self.refusals.flush),
                   self._recovery_loop(),
                   self._every(1.0, self._watch_policy),

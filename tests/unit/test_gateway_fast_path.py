@@ -4,6 +4,7 @@ subscription filter and the events' encodings (no sockets here)."""
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -22,6 +23,7 @@ from console.gateway.protocol import (
 )
 from console.gateway.run_contracts import ContractCache
 from console.model import Run
+from console.run_record import RunRecord
 
 
 def _beat(native_id: str, **kw) -> dict:
@@ -141,11 +143,17 @@ def test_a_beat_event_is_encoded_once_in_each_form():
     run = Run(id="dbos:local/wf", backend="dbos", context="local", native_id="wf",
               heartbeat_at=at, progress=0.25)
     beat = {"id": run.id, "heartbeat_at": "2026-12-01T00:00:00+00:00", "progress": 0.25}
-    contracts = ContractCache({run.id: run}, clock=lambda: at)
-    ev = BeatEvent(7, "dbos:local", run, at, at.isoformat(), 0.25, contracts.render)
+    record = RunRecord.of(run)
+    contracts = ContractCache({run.id: record}, clock=lambda: at)
+    ev = BeatEvent(7, record, at, 0.25, contracts.render)
     full, compact = json.loads(ev.full()), json.loads(ev.compact())
-    assert full["kind"] == "run" and full["seq"] == 7
+    assert full["kind"] == "run" and full["seq"] == 7 and ev.scope == "dbos:local"
     assert full["data"]["progress"] == 0.25 and full["data"]["id"] == run.id
+    assert full["data"] == run.contract(at)
     assert compact == {"seq": 7, "kind": "beat", "data": beat}
     assert ev.full() is ev.full() and ev.compact() is ev.compact()
     assert ev["data"]["heartbeat_at"] == beat["heartbeat_at"]  # rendered on demand
+    encoded = ev.full()
+    ev.release()  # every client was sent it: the encodings go, and come back the same
+    assert ev.full() is not encoded and ev.full() == encoded
+    assert sys.getsizeof(ev) <= 120

@@ -26,7 +26,7 @@ def test_indexed_runs_are_records_sharing_empties_and_contract_rest() -> None:
     assert not hasattr(a, "__dict__")  # a record: its fields in slots, no dict per run
     for field in ("resources", "interrupts", "action_notes", "details"):
         assert getattr(a, field) is getattr(b, field), field
-    assert hub._contracts[a.id][1] is hub._contracts[b.id][1]  # the rest: one bytes object
+    assert hub._contracts[a.id] is hub._contracts[b.id]  # the rest: one bytes object
     for run in (a, b):
         assert json.loads(hub.contract_bytes(run, T0)) == run.contract(T0)
 
