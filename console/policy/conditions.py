@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-import cel
+from console.policy import cel_core as cel
 
 #: the variables every condition may read (DESIGN §1 Policy; console/policy/engine.py builds them)
 VARIABLES: tuple[str, ...] = (

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import cel
-
+from console.policy import cel_core as cel
 from console.policy.classes import DataFacts, Taxonomy
 from console.policy.conditions import VARIABLES, compile_condition
 from console.policy.loader import PolicyError, rule_deadline_s
