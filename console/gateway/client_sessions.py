@@ -139,6 +139,18 @@ class ClientSessions:
                 task.cancel()
 
     async def flush(self, ws: GatewaySocket, sub: Subscriber, wake: asyncio.Event) -> None:
+        """:meth:`_flush` until the client goes away: a send cut short by its close ends
+        the flusher quietly (the session ends with its read loop); it was left as a task's
+        unretrieved exception, logged with a traceback at every client's close."""
+        try:
+            await self._flush(ws, sub, wake)
+        except Exception as exc:
+            from websockets.exceptions import ConnectionClosed
+
+            if not isinstance(exc, ConnectionClosed):
+                raise
+
+    async def _flush(self, ws: GatewaySocket, sub: Subscriber, wake: asyncio.Event) -> None:
         """Send a subscriber what the hub published after its cursor: state events within
         ``state_flush_s``, beats batched every ``flush_interval_s``. One send at a time:
         a client that does not read blocks only its own flusher, its cursor stays behind;
