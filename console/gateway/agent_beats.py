@@ -59,11 +59,14 @@ class BeatFacts(NamedTuple):
     timeout_s: float | None
     in_flight_step: str | None
     phase: str
+    #: when the gateway accepted the beat (None: held before an adapter showed the run);
+    #: a field, not a dict of its own beside ``facts``: 52 bytes a run at 100,000 runs
+    seen: datetime | None = None
 
     @staticmethod
-    def of(beat: AgentHeartbeat) -> BeatFacts:
+    def of(beat: AgentHeartbeat, seen: datetime | None = None) -> BeatFacts:
         return BeatFacts(beat.seq, beat.at, beat.progress, beat.resources, beat.interval_s,
-                         beat.timeout_s, beat.in_flight_step, beat.phase)
+                         beat.timeout_s, beat.in_flight_step, beat.phase, seen)
 
 
 #: one beat in a run's history: at, seq, progress, details, resources (a tuple: a model per
@@ -80,7 +83,6 @@ class AgentBeats:
         self.observed = observed
         self.clock = clock
         self.facts: dict[str, BeatFacts] = {}  # latest agent beat per known run id
-        self.seen: dict[str, datetime] = {}  # when the gateway accepted that beat
         self.bound: dict[str, Reporter] = {}  # known run id -> the token its beats come from
         self.unknown: UnknownBeats[HeldBeat] = UnknownBeats(
             max_runs=MAX_UNKNOWN_RUNS, max_bytes=MAX_UNKNOWN_BYTES)
@@ -120,12 +122,11 @@ class AgentBeats:
             self.unknown.put(run_id, HeldBeat(beat, owner), size or 512)
             return None
         facts = BeatFacts(beat.seq, beat.at, beat.progress, beat.resources, beat.interval_s,
-                          beat.timeout_s, beat.in_flight_step, beat.phase)
+                          beat.timeout_s, beat.in_flight_step, beat.phase, now)
         if last is None and view is not None:
             run_id = view.id  # filed under the index's string, not the frame's copy of it
         self.beats_accepted += 1
         self.facts[run_id] = facts
-        self.seen[run_id] = now
         if owner is not None and bound is not owner:
             self.bound[run_id] = owner
         if len(self.history) < HISTORY_RUNS or run_id in self.history or self.focused:
@@ -210,7 +211,6 @@ class AgentBeats:
 
     def forget(self, run_id: str) -> None:
         self.facts.pop(run_id, None)
-        self.seen.pop(run_id, None)
         self.bound.pop(run_id, None)
         self.unknown.pop(run_id)
         self.history.pop(run_id, None)

@@ -52,7 +52,7 @@ class ReleaseChecks:
             deadline=self.clock() + timedelta(seconds=within_s), reporter=bound)
         # The agent may have noticed the action and reported its release before the backend
         # call returned to us (a Restate handler sees its cancel at once): that report counts.
-        seen = self.beats.seen.get(run_id)
+        seen = facts.seen
         if since is None or (seen is not None and seen >= since):
             self.verify(run_id, facts, bound)
         return True
@@ -110,8 +110,7 @@ class ReleaseChecks:
     def reported_since(self, run_id: str, since: datetime) -> list[Resource] | None:
         """The resources of the run's latest agent beat when the gateway accepted it at or
         after ``since`` (None: no beat since, or it listed none)."""
-        seen = self.beats.seen.get(run_id)
         beat = self.beats.facts.get(run_id)
-        if seen is None or seen < since or beat is None:
+        if beat is None or beat.seen is None or beat.seen < since:
             return None
         return beat.resources
