@@ -5,11 +5,11 @@
 
 The console runs in a child process on a pseudo-terminal, exactly as over SSH: Textual's
 Linux driver, its real output. The child's data source feeds events through the client's own
-``FleetView.apply`` (JSON contract -> pydantic, as from the gateway) in batches every 100 ms,
-``rate`` heartbeat events a second, every run beating on a steady cadence (10,000 runs at
-1,000/s: each run every 10 s, its ``heartbeat_interval_s``; the snapshot's last beats are laid
-out along the round robin, so no run turns late unless the feed falls behind). The parent reads the terminal and
-reports:
+``FleetView.apply`` in batches every 100 ms, ``rate`` heartbeat events a second, as the
+gateway sends them to the console (compact ``beat`` events: id, time, progress), every run
+beating on a steady cadence (10,000 runs at 1,000/s: each run every 10 s, its
+``heartbeat_interval_s``; the snapshot's last beats are laid out along the round robin, so no
+run turns late unless the feed falls behind). The parent reads the terminal and reports:
 
 - frames (screen updates) per second, counted by the synchronized-output brackets Textual
   writes once the terminal says it supports them (the parent answers that query);
@@ -115,12 +115,13 @@ def child_main(runs: int, rate: int, stats_path: Path, profile: Path | None = No
                 batch = [self.ids[(cursor + k) % len(self.ids)] for k in range(per_batch)]
                 cursor = (cursor + per_batch) % len(self.ids)
                 for rid in batch:  # every run beats on its cadence (round robin)
-                    data = dict(self.contracts[rid])
-                    data["heartbeat_at"] = now
-                    data["progress"] = min(1.0, (data["progress"] or 0) + 0.001)
-                    self.contracts[rid] = data
+                    # as the gateway sends the console a beat that moved only the heartbeat
+                    # time and progress: a compact ``beat`` event (fleet_source.py)
+                    contract = self.contracts[rid]
+                    contract["progress"] = min(1.0, (contract["progress"] or 0) + 0.001)
                     self.seq += 1
-                    event = {"seq": self.seq, "kind": "run", "data": data}
+                    event = {"seq": self.seq, "kind": "beat", "data": {
+                        "id": rid, "heartbeat_at": now, "progress": contract["progress"]}}
                     if self.view.apply(event):
                         applied.append(event)
                 self.events += len(applied)

@@ -62,7 +62,7 @@ class FleetChange:
             if kind == "snapshot":
                 self.runs = None
                 self.interrupts = self.backends = self.obligations = self.alerts = True
-            elif kind in ("run", "run_removed"):
+            elif kind in ("run", "run_removed", "beat"):
                 if self.runs is not None and data.get("id"):
                     self.runs.add(str(data["id"]))
             elif kind in ("interrupt", "interrupt_removed"):

@@ -17,7 +17,7 @@ from websockets.asyncio.client import connect
 from console.gateway.auth import create_token
 from console.gateway.server import Gateway
 from console.gateway.settings import GatewaySettings
-from console.model import Interrupt, Role, Run
+from console.model import Interrupt, Role, Run, utcnow
 
 
 async def _viewer_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **settings: Any
@@ -229,3 +229,40 @@ async def test_a_state_event_is_not_held_behind_the_beats_flush_interval(slow_be
     assert events[0]["data"]["progress"] == 0.2  # the beat, in order, before it
     assert [e["seq"] for e in events] == list(range(seen + 1, seen + 1 + len(events)))
     await ws.close()
+
+
+async def test_a_console_on_compact_beats_sees_the_runs_a_full_client_sees(gateway):
+    """The console (GatewayClient(compact_beats=True), as the TUI connects) applies beat
+    events to its runs: its view holds what a client given whole run events holds."""
+    from console.client import GatewayClient
+    from console.gateway.protocol import AgentHeartbeat
+
+    hub = gateway.gateway.hub
+    hub.observe_runs([Run(id=f"dbos:local/wf-{i}", backend="dbos", context="local",
+                          native_id=f"wf-{i}") for i in range(3)])
+    token = gateway.tokens["viewer"]
+    compact = GatewayClient(gateway.url, token, compact_beats=True)
+    full = GatewayClient(gateway.url, token)
+    await compact.connect()
+    await full.connect()
+    for seq in (1, 2, 3):
+        for i in range(3):
+            hub.agent_heartbeat(f"dbos:local/wf-{i}", AgentHeartbeat(
+                type="heartbeat", backend="dbos", native_id=f"wf-{i}", interval_s=5.0,
+                seq=seq, progress=seq / 10 + i / 100))
+        hub.flush_heartbeats()
+    kinds: set[str] = set()
+    for client in (compact, full):
+        while client.view.seq < hub.seq:
+            batch = await asyncio.wait_for(client.updates(), 5)
+            assert batch is not None
+            if client is compact:
+                kinds |= {e["kind"] for e in batch}
+    assert "beat" in kinds  # the later beats came compact
+    assert compact.view.runs.keys() == full.view.runs.keys()
+    now = utcnow()
+    for run_id, run in full.view.runs.items():
+        assert compact.view.runs[run_id].contract(now) == run.contract(now), run_id
+        assert run.progress is not None and run.heartbeat_at is not None
+    await compact.close()
+    await full.close()
