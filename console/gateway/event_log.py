@@ -71,82 +71,48 @@ class Event(dict[str, Any]):
 
 
 class StateEvent(Event):
-    """An event that is not heartbeat-only. A ``run`` event (``run_ref`` set) has no
-    ``data`` stored: its full form (the run contract) is rendered from the run when first
-    asked for, with its heartbeat time and progress as of the event (``beat``)."""
+    """A published event with its data (an interrupt, a notice, an audit entry...): kept as
+    its encoding once encoded, ``event["data"]`` decodes it again."""
 
-    __slots__ = ("scope", "run_ref", "beat", "at", "render", "_full")
+    __slots__ = ("scope", "_full")
 
-    def __init__(self, seq: int, kind: str, data: dict[str, Any] | None,
-                 scope: str | None, run_ref: RunRecord | None = None,
-                 beat: dict[str, Any] | None = None) -> None:
-        super().__init__(seq=seq, kind=kind)
-        if data is not None:
-            self["data"] = data
+    def __init__(self, seq: int, kind: str, data: dict[str, Any], scope: str | None) -> None:
+        super().__init__(seq=seq, kind=kind, data=data)
         self.scope = scope  # type: ignore[misc]  # a slot where the base has a property
-        self.run_ref = run_ref
-        #: a ``run`` event's heartbeat time and progress as of the event (its state,
-        #: cadence or warnings changed: every client gets its full form)
-        self.beat = beat
-        #: the run's heartbeat time as of the event, and the run store's renderer of a
-        #: run's contract with it (run_contracts.py: cached between events and snapshots)
-        self.at: datetime | None = None
-        self.render: RunRenderer | None = None
         self._full: bytes | None = None
 
     def __missing__(self, key: str) -> Any:
-        if key == "data" and self.run_ref is not None and self.beat is not None:
-            return self._render()
         if key == "data" and self._full is not None:  # dropped once encoded (see full())
             return orjson.loads(self._full)["data"]
         raise KeyError(key)
 
-    def _render(self) -> dict[str, Any]:
-        run, beat = self.run_ref, self.beat
-        assert run is not None and beat is not None
-        data = run.contract()
-        data["heartbeat_at"] = beat["heartbeat_at"]
-        data["progress"] = beat["progress"]
-        return data
-
     def full(self) -> bytes:
-        if self._full is None and self.render is not None and self.run_ref is not None \
-                and self.beat is not None and "data" not in self:
-            self._full = (b'{"seq":' + str(self["seq"]).encode() + b',"kind":"run","data":'
-                          + self.render(self.run_ref, self.at, self.beat["progress"]) + b"}")
         if self._full is None:
             self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
             # the log keeps the encoding, not the objects too (a run's contract is ~3x its
             # JSON in memory); ``event["data"]`` decodes it again
             dict.pop(self, "data", None)
-        self.run_ref = None  # nor a run that may have been replaced since
         return self._full
 
 
-class BeatEvent(Event):
-    """A heartbeat-only event (:meth:`EventLog.publish_beat`): a beat that changed nothing
-    but the run's heartbeat time and progress. Everything lives in seven slots (no dict
-    entries; the context and the time's text are derived when asked for): 120 bytes, the
-    log at 20,000 beats/s holds 100,000 of them. Its forms are rendered when first asked
-    for and dropped again once every client has been sent it (:meth:`release`)."""
+class _RunVersion(Event):
+    """A ``run`` event that holds no dict entries: its sequence number, the run version it
+    is about and that version's heartbeat time and progress as of the event live in slots;
+    its full form (the run contract) is rendered from them when first asked for, by the run
+    store's renderer (run_contracts.py: cached between events and snapshots)."""
 
-    __slots__ = ("_seq", "run_ref", "at", "progress", "render", "_compact", "_full")
+    __slots__ = ("_seq", "run_ref", "at", "progress", "render", "_full")
 
     def __init__(self, seq: int, run: RunRecord, at: datetime | None,
                  progress: float | None, render: RunRenderer) -> None:
         # no dict.__init__: "seq", "kind" and "data" are answered by __getitem__
-        self._seq, self.run_ref, self.at, self.progress = seq, run, at, progress
-        self.render = render
-        self._compact: bytes | None = None
+        self._seq, self.at, self.progress, self.render = seq, at, progress, render
+        self.run_ref: RunRecord | None = run
         self._full: bytes | None = None
 
     @property
     def seq(self) -> int:
         return self._seq
-
-    @property
-    def scope(self) -> str:
-        return _scope_of(self.run_ref.id)
 
     def __getitem__(self, key: str) -> Any:
         if key == "seq":
@@ -154,6 +120,8 @@ class BeatEvent(Event):
         if key == "kind":
             return "run"
         if key == "data":
+            if self.run_ref is None:  # let go once encoded (RunEvent.full)
+                return orjson.loads(self.full())["data"]
             data = self.run_ref.contract()
             data["heartbeat_at"], data["progress"] = self._iso(), self.progress
             return data
@@ -165,15 +133,57 @@ class BeatEvent(Event):
     def _iso(self) -> str | None:
         return self.at.isoformat() if self.at is not None else None
 
-    def compact_data(self) -> dict[str, Any]:
-        """The ``data`` of its compact form (a ``beat`` event)."""
-        return {"id": self.run_ref.id, "heartbeat_at": self._iso(), "progress": self.progress}
-
     def full(self) -> bytes:
         if self._full is None:
+            assert self.run_ref is not None
             self._full = (b'{"seq":' + str(self._seq).encode() + b',"kind":"run","data":'
                           + self.render(self.run_ref, self.at, self.progress) + b"}")
         return self._full
+
+
+class RunEvent(_RunVersion):
+    """A new version of a run (:meth:`EventLog.publish_run`: its state, cadence or
+    warnings changed): every client gets its full form. 120 bytes where an event dict and
+    its beat dict were ~450: 100,000 runs found by a first poll publish 100,000 of them.
+    Once encoded it keeps the encoding and lets the run version go (the index may have
+    replaced it since)."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, seq: int, run: RunRecord, at: datetime | None,
+                 progress: float | None, render: RunRenderer) -> None:
+        super().__init__(seq, run, at, progress, render)
+        self.scope = _scope_of(run.id)  # type: ignore[misc]  # a slot for the base's property
+
+    def full(self) -> bytes:
+        encoded = super().full()
+        self.run_ref = None
+        return encoded
+
+
+class BeatEvent(_RunVersion):
+    """A heartbeat-only event (:meth:`EventLog.publish_beat`): a beat that changed nothing
+    but the run's heartbeat time and progress. Seven slots (the context and the time's text
+    derived when asked for): 120 bytes, the log at 20,000 beats/s holds 100,000 of them. Its
+    forms are rendered when first asked for and dropped again once every client has been
+    sent it (:meth:`release`)."""
+
+    __slots__ = ("_compact",)
+
+    def __init__(self, seq: int, run: RunRecord, at: datetime | None,
+                 progress: float | None, render: RunRenderer) -> None:
+        super().__init__(seq, run, at, progress, render)
+        self._compact: bytes | None = None
+
+    @property
+    def scope(self) -> str:
+        assert self.run_ref is not None
+        return _scope_of(self.run_ref.id)
+
+    def compact_data(self) -> dict[str, Any]:
+        """The ``data`` of its compact form (a ``beat`` event)."""
+        assert self.run_ref is not None
+        return {"id": self.run_ref.id, "heartbeat_at": self._iso(), "progress": self.progress}
 
     def compact(self) -> bytes:
         if self._compact is None:
@@ -246,7 +256,6 @@ class EventLog:
         #: called with every published event but beats (the webhooks classify; they must
         #: not block)
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
-        self._isos: dict[int, tuple[datetime, str]] = {}  # see iso
         self._batching = 0  # inside a flush or tick: subscribers are woken at its end
         self._pending_wake = 0  # 1: beats wait, 2: a state event waits
         self.marks = PublishMarks()  # when the log reached which seq (backlogs in seconds)
@@ -290,10 +299,7 @@ class EventLog:
         changed after this but for its heartbeat time and progress (the beat fast path),
         which the event keeps as they are now."""
         self.seq += 1
-        at = run.heartbeat_at
-        beat = {"id": run.id, "heartbeat_at": self.iso(at), "progress": run.progress}
-        event = StateEvent(self.seq, "run", None, _scope_of(run.id), run, beat)
-        event.at, event.render = at, render
+        event = RunEvent(self.seq, run, run.heartbeat_at, run.progress, render)
         self.log.append(event)
         self._state_logged()
         self._notify(urgent=urgent)
@@ -363,21 +369,6 @@ class EventLog:
             if not self._batching and self._pending_wake:
                 urgent, self._pending_wake = self._pending_wake == 2, 0
                 self._notify(urgent=urgent)
-
-    def iso(self, at: datetime | None) -> str | None:
-        """``at.isoformat()``, once per datetime object: the beats of one frame share one
-        time object, and the runs one tick turns late share its ``now``."""
-        if at is None:
-            return None
-        known = self._isos.get(id(at))
-        if known is not None and known[0] is at:
-            return known[1]
-        if len(self._isos) >= 4096:  # a snapshot of 100,000 runs beating in frames of 100
-            # meets ~1,000 time objects: 256 made nearly every one a miss
-            self._isos.clear()
-        iso = at.isoformat()
-        self._isos[id(at)] = (at, iso)
-        return iso
 
     def events_since(self, since: int) -> list[Event] | None:
         """Events after ``since``; None when the log no longer reaches back that far."""

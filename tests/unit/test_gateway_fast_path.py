@@ -157,3 +157,19 @@ def test_a_beat_event_is_encoded_once_in_each_form():
     ev.release()  # every client was sent it: the encodings go, and come back the same
     assert ev.full() is not encoded and ev.full() == encoded
     assert sys.getsizeof(ev) <= 120
+
+
+def test_a_run_event_is_slots_and_reads_the_same_before_and_after_encoding():
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    hub = Hub(clock=lambda: at)
+    hub.observe_runs([Run(id="dbos:local/wf", backend="dbos", context="local",
+                          native_id="wf", heartbeat_at=at, progress=0.5)])
+    event = hub.log[-1]
+    assert event["kind"] == "run" and event.scope == "dbos:local"
+    assert sys.getsizeof(event) <= 120 and dict.__len__(event) == 0  # no dict entries
+    before = event["data"]  # rendered from the run (ages as of the real clock)
+    assert (before["id"], before["progress"]) == ("dbos:local/wf", 0.5)
+    encoded = json.loads(event.full())  # rendered by the hub (its clock)
+    assert encoded == {"seq": event.seq, "kind": "run",
+                       "data": hub.runs["dbos:local/wf"].contract(at)}
+    assert event["data"] == encoded["data"]  # decoded once the run version is let go
