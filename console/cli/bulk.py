@@ -48,6 +48,7 @@ from console.cli.results import print_results, render_plan
 from console.cli.wait import (
     Waited,
     code_for_waits,
+    in_place_marks,
     print_waits,
     run_mark,
     wait_for_effects,
@@ -247,9 +248,8 @@ def run_job(
         if wait_s is None:
             return results, None, job
         carriers = [r.new_run_id or r.target for r in results if r.outcome == "applied"]
-        fresh = {t: before[t] for t in carriers if t in before}
         return results, await wait_for_effects(client, req.action, carriers, wait_s,
-                                               seen_before=fresh), job
+                                               seen_before=in_place_marks(results, before)), job
 
     try:
         return with_gateway(conn, go, subscribe=wait_s is not None and not detach)

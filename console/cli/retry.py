@@ -99,7 +99,7 @@ def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str,
 
     if wait_s is not None:  # subscribed: wait for the run that carries the work
         from console.cli.bulk import finish
-        from console.cli.wait import run_mark, wait_for_effects
+        from console.cli.wait import in_place_marks, run_mark, wait_for_effects
 
         async def act_and_wait(client: GatewayClient) -> tuple[list[CommandResult],
                                                                list[Waited]]:
@@ -108,11 +108,8 @@ def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str,
             before = {r.id: run_mark(r) for r in client.view.runs.values()}
             results = await act(client)
             carriers = [r.new_run_id or r.target for r in results if r.outcome == "applied"]
-            # a replayed retry happened earlier: whatever the view shows now is its effect
-            fresh = {t: before[t] for t in carriers if t in before
-                     and not any(r.replayed for r in results)}
             return results, await wait_for_effects(client, "retry", carriers, wait_s,
-                                                   seen_before=fresh)
+                                                   seen_before=in_place_marks(results, before))
 
         results, waited = with_gateway(conn, act_and_wait, subscribe=True)
         finish("retry", results, waited, output, _next_steps(run, results))

@@ -30,7 +30,7 @@ from console.cli.output import OutputFormat, esc, make_table, print_table, style
 
 if TYPE_CHECKING:
     from console.client import FleetView, GatewayClient
-    from console.model import Run
+    from console.model import CommandResult, Run
 
 T = TypeVar("T")
 
@@ -184,6 +184,18 @@ def run_mark(run: Run) -> RunMark:
     """What tells a run after a retry in place from the same run before it."""
     error = run.error
     return (run.state.value, error.at if error else None, error.message if error else "")
+
+
+def in_place_marks(results: Iterable[CommandResult],
+                   before: Mapping[str, RunMark]) -> dict[str, RunMark]:
+    """The marks from ``before`` (each run as the view showed it before a retry) of the
+    runs retried in place: only such a run can still show its state from before. A new run
+    (a fork) is the retry's effect whatever state it is in -- a retry re-driven after a
+    gateway's crash may have forked and completed before the command that asks for its
+    outcome -- and so is whatever a replayed retry shows now."""
+    return {r.target: before[r.target] for r in results
+            if r.outcome == "applied" and not r.replayed and r.target in before
+            and (r.new_run_id or r.target) == r.target}
 
 
 async def wait_for_effects(
