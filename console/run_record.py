@@ -21,7 +21,6 @@ from console.model import (
     Resource,
     Run,
     RunState,
-    age_seconds,
     run_contract,
     suspected_state,
 )
@@ -88,12 +87,6 @@ class RunRecord:
     def to_run(self) -> Run:
         """The run as a ``Run`` model, for what leaves the index (its values shared)."""
         return Run.model_construct(**self.fields())
-
-    def heartbeat_age_s(self, now: datetime | None = None) -> float | None:
-        return age_seconds(self.heartbeat_at, now)
-
-    def observed_age_s(self, now: datetime | None = None) -> float | None:
-        return age_seconds(self.observed_at, now)
 
     def suspected_state(
         self, now: datetime | None = None, state: RunState | None = None

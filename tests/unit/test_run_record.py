@@ -40,7 +40,7 @@ def test_a_record_reads_as_the_run_it_was_made_from() -> None:
     assert running.suspected_state(later) is RunState.LOST
     assert running.suspected_state(later) == run.model_copy(
         update={"state": RunState.RUNNING}).suspected_state(later)
-    assert record.heartbeat_age_s(T0) == run.heartbeat_age_s(T0) == 3.0
+    assert record.contract(T0)["heartbeat_age_s"] == run.heartbeat_age_s(T0) == 3.0
     assert record.to_run() == run
 
 
