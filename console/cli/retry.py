@@ -105,7 +105,8 @@ def retry_run(conn: Connection, run: str, *, from_step: str | None, reason: str,
                                                                list[Waited]]:
             # the run as seen before: its failed state is not the outcome of a retry that
             # keeps its id
-            before = {r.id: run_mark(r) for r in client.view.runs.values()}
+            seen = client.view.runs.get(expand_run_id(client.view, run))
+            before = {seen.id: run_mark(seen)} if seen is not None else {}
             results = await act(client)
             carriers = [r.new_run_id or r.target for r in results if r.outcome == "applied"]
             return results, await wait_for_effects(client, "retry", carriers, wait_s,

@@ -41,7 +41,8 @@ RunRenderer = Callable[[RunRecord, datetime | None, float | None], bytes]
 
 class Event(dict[str, Any]):
     """One logged event, ``{"seq", "kind", "data"}``, with its encodings made once for
-    every client: a :class:`StateEvent` or a heartbeat-only :class:`BeatEvent`."""
+    every client: a :class:`StateEvent` (its data given), a :class:`RunEvent` (a new version
+    of a run) or a heartbeat-only :class:`BeatEvent`."""
 
     __slots__ = ()
 
@@ -89,8 +90,8 @@ class StateEvent(Event):
     def full(self) -> bytes:
         if self._full is None:
             self._full = encode({"seq": self["seq"], "kind": self["kind"], "data": self["data"]})
-            # the log keeps the encoding, not the objects too (a run's contract is ~3x its
-            # JSON in memory); ``event["data"]`` decodes it again
+            # the log keeps the encoding, not the objects too (data in memory is ~3x its
+            # JSON); ``event["data"]`` decodes it again
             dict.pop(self, "data", None)
         return self._full
 
@@ -268,7 +269,7 @@ class EventLog:
         """Drop the encodings of the heartbeat-only events every subscriber has been sent
         (a client that asks for one later, a replay, gets it made again). At 20,000 beats/s
         the log's 100,000 compact forms were 16 MB, and the full forms a client without
-        compact beats reads (the console) were ~80 MB. Returns how many were dropped."""
+        compact beats reads (``irq watch``) ~80 MB. Returns how many were dropped."""
         upto = min((sub.cursor for sub in self.subscribers), default=self.seq)
         done, released = self._released_upto, 0
         for event in reversed(self.log):

@@ -18,7 +18,7 @@ from console.gateway.protocol import encode
 from console.gateway.shared_values import share_empties, shared_bytes
 from console.liveness import late_margin
 from console.model import RunState
-from console.run_record import FIELDS, RunFacts, RunRecord
+from console.run_record import RunFacts, RunRecord
 
 #: fields of a run's contract that change without a new run object (the beat fast path),
 #: with the time, or with what an agent's beats change (its cadence and timeout, the state,
@@ -129,9 +129,6 @@ def copy_run(run: RunFacts, update: dict[str, Any]) -> RunRecord:
     """A new version of an indexed run (run_record.py): ``run`` -- as its adapter reported it,
     or the indexed version -- with ``update``'s fields, its empty containers the shared ones
     (shared_values.py)."""
-    share_empties(update)
-    if isinstance(run, RunRecord):
-        return run.replace(update)
-    values = {**run.__dict__, **update}
-    share_empties(values)
-    return RunRecord(*[values[name] for name in FIELDS])
+    new = run.replace(update) if isinstance(run, RunRecord) else RunRecord.of(run, update)
+    share_empties(new)
+    return new

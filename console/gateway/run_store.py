@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from console.gateway.agent_beats import AgentBeats
@@ -290,7 +291,7 @@ class RunStore:
 
 def _differs(a: RunRecord, b: RunRecord) -> bool:
     """Do two versions of a run differ in anything but ``updated_at``?"""
-    return any(getattr(a, k) != getattr(b, k) for k in _COMPARED)
+    return _compared(a) != _compared(b)
 
 
-_COMPARED = tuple(k for k in FIELDS if k != "updated_at")
+_compared = attrgetter(*(k for k in FIELDS if k != "updated_at"))

@@ -12,7 +12,10 @@ it does not mutate them (a run's ``warnings`` are already one list per set of wa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from console.run_record import RunRecord
 
 #: bound on each table here: past it the table starts afresh (what is shared stays shared)
 MAX_SHARED = 4096
@@ -36,14 +39,13 @@ def shared_bytes(data: bytes) -> bytes:
     return shared
 
 
-def share_empties(fields: dict[str, Any]) -> None:
-    """Replace a run's empty containers (in ``fields``, its ``__dict__`` being built) by
-    the shared empty ones."""
+def share_empties(run: RunRecord) -> None:
+    """Replace a new version's empty containers by the shared empty ones."""
     for key in _EMPTY_SHARED:
-        value = fields.get(key)
+        value = getattr(run, key)
         if not value and value is not None and value is not EMPTY_LIST \
                 and value is not EMPTY_DICT:
-            fields[key] = EMPTY_DICT if type(value) is dict else EMPTY_LIST
+            setattr(run, key, EMPTY_DICT if type(value) is dict else EMPTY_LIST)
 
 
 def shared_empty(value: list[Any]) -> list[Any]:
