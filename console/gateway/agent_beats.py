@@ -129,19 +129,20 @@ class AgentBeats:
         self.facts[run_id] = facts
         if owner is not None and bound is not owner:
             self.bound[run_id] = owner
-        if len(self.history) < HISTORY_RUNS or run_id in self.history or self.focused:
-            self._record(run_id, beat)
+        if run_id in self.history or len(self.history) < HISTORY_RUNS or run_id in self.focused:
+            self.record(run_id, beat.at, beat.seq, beat.progress, beat.details, beat.resources)
         self.dirty.add(run_id)
         return facts
 
-    def _record(self, run_id: str, beat: AgentHeartbeat) -> None:
+    def record(self, run_id: str, at: datetime | None, seq: int, progress: float | None,
+               details: dict[str, Any], resources: list[Resource] | None) -> None:
+        """Keep a beat in ``run_id``'s history, if the run has one or may have one."""
         hist = self.history.get(run_id)
         if hist is None:
             if len(self.history) >= HISTORY_RUNS and run_id not in self.focused:
                 return
             hist = self.history[run_id] = deque(maxlen=HEARTBEAT_HISTORY)
-        hist.append((beat.at or self.clock(), beat.seq, beat.progress, beat.details,
-                     beat.resources))
+        hist.append((at or self.clock(), seq, progress, details, resources))
 
     def heartbeat_history(self, run_id: str) -> list[Heartbeat]:
         """The beats the agent pushed for ``run_id`` lately (oldest first; kept for the first
@@ -169,7 +170,8 @@ class AgentBeats:
         self.facts[run_id] = BeatFacts.of(held.beat)
         if held.reporter is not None:
             self.bound[run_id] = held.reporter
-        self._record(run_id, held.beat)
+        beat = held.beat
+        self.record(run_id, beat.at, beat.seq, beat.progress, beat.details, beat.resources)
 
     def may_take_over(self, run_id: str, last: AgentHeartbeat | BeatFacts | None,
                       now: datetime) -> bool:

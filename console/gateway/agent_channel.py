@@ -29,6 +29,7 @@ from console.gateway.protocol import (
     Ping,
     dumps,
     error_frame,
+    heartbeat_item,
     parse_agent_frame,
 )
 from console.gateway.refusals import RefusalLedger
@@ -159,12 +160,15 @@ class AgentChannel:
     async def _beats(self, ws: GatewaySocket, who: Principal, reporter: Reporter,
                      msg: AgentHeartbeats, size: int) -> None:
         """A heartbeats frame: each beat accepted or refused on its own, as if it came in
-        its own frame; one error frame and one refusal per error code per frame."""
+        its own frame; one error frame and one refusal per error code per frame. Plain
+        beats of runs this connection already reports are taken by hand (plain_beats.py)."""
         now = self.hub.clock()
-        each = max(1, size // len(msg.beats))
+        each = max(1, size // len(msg.items))
         refused: dict[str, tuple[int, str, str]] = {}  # code -> (count, first message, target)
         keys: dict[tuple[str, str | None], str] = {}  # a batch's beats mostly share theirs
-        for item in msg.beats:
+
+        def slow(i: int, raw: object) -> None:
+            item = heartbeat_item(i, raw, msg.id)
             target = ""
             try:
                 if isinstance(item, FrameError):
@@ -177,10 +181,16 @@ class AgentChannel:
             except FrameError as exc:
                 count, message, first = refused.get(exc.code, (0, exc.message, target))
                 refused[exc.code] = (count + 1, message, first)
+
+        if self.hub.takes_plain_beats:
+            self.hub.plain_beats.take(msg.items, who, reporter, now, self.key_of, slow)
+        else:
+            for i, raw in enumerate(msg.items):
+                slow(i, raw)
         for code, (count, message, target) in refused.items():
             self.counters[f"agent_{code}"] += count
             bound = self.hub.bound_to(target) if code == "bound_to_other" else None
-            detail = (f"{count} of {len(msg.beats)} beats of a heartbeats frame refused; "
+            detail = (f"{count} of {len(msg.items)} beats of a heartbeats frame refused; "
                       f"first: {message}")
             self.refusals.refuse(
                 identity=who.identity, role=who.role.value, action="heartbeat",
@@ -191,15 +201,18 @@ class AgentChannel:
     def backend_key(self, beat: AgentHeartbeat | PolicyEvent) -> str:
         """The ``backend:context`` a beat or policy event reports for (FrameError: none,
         or more than one without a ``context``)."""
-        if beat.context:
-            key = f"{beat.backend}:{beat.context}"
+        return self.key_of(beat.backend, beat.context)
+
+    def key_of(self, backend: str, context: str | None) -> str:
+        if context:
+            key = f"{backend}:{context}"
             if key not in self.backends:
                 raise FrameError("unknown_backend", f"this gateway has no backend {key}")
         else:
-            keys = [k for k in self.backends if k.split(":", 1)[0] == beat.backend]
+            keys = [k for k in self.backends if k.split(":", 1)[0] == backend]
             if len(keys) != 1:
                 raise FrameError(
                     "unknown_backend",
-                    f"{len(keys)} {beat.backend} contexts here; set 'context' in the heartbeat")
+                    f"{len(keys)} {backend} contexts here; set 'context' in the heartbeat")
             key = keys[0]
         return key

@@ -27,6 +27,7 @@ from console.gateway.agent_beats import AgentBeats, Reporter
 from console.gateway.event_log import MAX_LAG, Event, EventLog, Subscriber, lag_decision
 from console.gateway.interrupt_store import InterruptOverlay, InterruptStore, no_overlay
 from console.gateway.liveness_clock import TICK_BUDGET_S, LivenessClock, LivenessWheel
+from console.gateway.plain_beats import PlainBeats
 from console.gateway.protocol import AgentHeartbeat, SubscriptionFilter
 from console.gateway.release_checks import ReleaseChecks
 from console.gateway.run_contracts import AS_IS
@@ -55,6 +56,7 @@ class Hub:
         self.run_store = RunStore(self.events, self.beats, self.releases, self.interrupt_store,
                                   wheel, observed=observed, clock=clock)
         self.liveness = LivenessClock(wheel, self.run_store, budget_s=TICK_BUDGET_S)
+        self.plain_beats = PlainBeats(self.beats, self.releases.checks)
         self.backends: dict[str, BackendHealth] = {}
         #: more parts of the snapshot, by key, set by the gateway (``obligations``, ``policy``)
         self.snapshot_parts: dict[str, Callable[[], Any]] = {}
@@ -210,6 +212,11 @@ class Hub:
             self.run_store.refresh(run_id, self.clock())
 
     # -------------------------------------------------------------------- agent beats
+
+    @property
+    def takes_plain_beats(self) -> bool:
+        """May plain beats be taken by hand (:attr:`plain_beats`), without a model each?"""
+        return True
 
     def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat,
                         reporter: Reporter | None = None, size: int = 0,

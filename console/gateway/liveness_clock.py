@@ -45,20 +45,27 @@ class LivenessWheel:
         due = liveness_due(run)
         if due is not None and not_before is not None and due < not_before:
             due = not_before  # judged at a fixed time (observed_at): look again later
-        old = self.due_of.get(run.id)
+        self.move(run.id, due)
+
+    def move(self, run_id: str, due: int | None) -> None:
+        """File ``run_id`` under slot ``due`` (None: under none)."""
+        old = self.due_of.get(run_id)
         if old == due:
             return
         if old is not None:
             bucket = self.due.get(old)
             if bucket is not None:
-                bucket.discard(run.id)
+                bucket.discard(run_id)
                 if not bucket:
                     del self.due[old]
         if due is None:
-            self.due_of.pop(run.id, None)
+            self.due_of.pop(run_id, None)
             return
-        self.due_of[run.id] = due
-        self.due.setdefault(due, set()).add(run.id)
+        self.due_of[run_id] = due
+        bucket = self.due.get(due)
+        if bucket is None:
+            bucket = self.due[due] = set()
+        bucket.add(run_id)
 
     def unschedule(self, run_id: str) -> None:
         old = self.due_of.pop(run_id, None)
@@ -150,3 +157,19 @@ def liveness_due(run: RunFacts) -> int | None:
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return math.floor((at.timestamp() + min(after, lost_after)) * WHEEL_SLOTS_PER_S)
+
+
+def fresh_due(at: datetime, now: datetime, interval: float | None,
+              timeout: float | None) -> int | None:
+    """For a run its adapter reports running that beat at ``at`` (aware): the wheel slot at
+    which its silence could next change its state, when that beat leaves it live at ``now``
+    (liveness ``running``: :func:`console.liveness.classify_liveness`); None when it does
+    not, or has no cadence (judge it with ``unified_state``). :func:`liveness_due` and the
+    classification in one step, for the beat fast path."""
+    if not interval or interval <= 0:
+        return None
+    lost_after = timeout if timeout and timeout > 0 else 5 * interval
+    after = min(interval + late_margin(interval), lost_after)
+    if (now - at).total_seconds() > after:
+        return None
+    return math.floor((at.timestamp() + after) * WHEEL_SLOTS_PER_S)

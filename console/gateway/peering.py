@@ -61,6 +61,10 @@ class PeerHub(Hub):
 
     beat_sink: Callable[[str, AgentHeartbeat, Reporter | None], None] | None = None
 
+    @property
+    def takes_plain_beats(self) -> bool:
+        return self.beat_sink is None  # peering is told of every beat, as a model
+
     def agent_heartbeat(self, run_id: str, beat: AgentHeartbeat,
                         reporter: Reporter | None = None, size: int = 0,
                         now: datetime | None = None) -> None:

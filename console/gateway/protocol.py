@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -162,13 +161,24 @@ _client_adapter: TypeAdapter[Any] = TypeAdapter(ClientFrame)
 # ------------------------------------------------------------------- agent -> gateway
 
 
-@dataclass(frozen=True)
 class AgentHeartbeats:
-    """A ``heartbeats`` frame: many beats in one frame. Each beat was checked on its own:
-    a refused one is a :class:`FrameError` in its place and does not refuse the others."""
+    """A ``heartbeats`` frame: many beats in one frame. Each beat is checked on its own
+    (:func:`heartbeat_item`): a refused one is a :class:`FrameError` in its place and does
+    not refuse the others. ``items`` are the beats as decoded; ``beats`` the checked ones
+    (checked when first asked for: the gateway takes plain beats by hand, plain_beats.py)."""
 
-    beats: list[AgentHeartbeat | FrameError]
-    id: str | None = None
+    __slots__ = ("items", "id", "_beats")
+
+    def __init__(self, items: list[Any], id: str | None = None) -> None:
+        self.items, self.id = items, id
+        self._beats: list[AgentHeartbeat | FrameError] | None = None
+
+    @property
+    def beats(self) -> list[AgentHeartbeat | FrameError]:
+        if self._beats is None:
+            self._beats = [heartbeat_item(i, item, self.id)
+                           for i, item in enumerate(self.items)]
+        return self._beats
 
 
 AgentFrame = Annotated[Hello | AgentHeartbeat | Ping, Field(discriminator="type")]
@@ -383,26 +393,25 @@ def parse_heartbeats(data: dict[str, Any]) -> AgentHeartbeats:
     if extra:
         raise FrameError("invalid", f"invalid heartbeats frame: unknown field "
                          f"{sorted(extra)[0]!r}", ref)
-    out: list[AgentHeartbeat | FrameError] = []
-    for i, item in enumerate(beats):
-        where = f"beats[{i}]"
-        if not isinstance(item, dict):
-            out.append(FrameError("invalid", f"{where}: a heartbeat object is required", ref))
-            continue
-        if item.setdefault("type", "heartbeat") != "heartbeat":
-            out.append(FrameError("invalid", f"{where}: type must be 'heartbeat'", ref))
-            continue
-        beat = fast_beat(item)
-        if beat is not None:
-            out.append(beat)
-            continue
-        try:
-            out.append(AgentHeartbeat.model_validate(item))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            out.append(FrameError("invalid", f"{where}: {loc}: {first['msg']}", ref))
-    return AgentHeartbeats(out, ref)
+    return AgentHeartbeats(beats, ref)
+
+
+def heartbeat_item(i: int, item: Any, ref: str | None) -> AgentHeartbeat | FrameError:
+    """Item ``i`` of a heartbeats frame as a beat, or the error that refuses it alone."""
+    where = f"beats[{i}]"
+    if not isinstance(item, dict):
+        return FrameError("invalid", f"{where}: a heartbeat object is required", ref)
+    if item.setdefault("type", "heartbeat") != "heartbeat":
+        return FrameError("invalid", f"{where}: type must be 'heartbeat'", ref)
+    beat = fast_beat(item)
+    if beat is not None:
+        return beat
+    try:
+        return AgentHeartbeat.model_validate(item)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        return FrameError("invalid", f"{where}: {loc}: {first['msg']}", ref)
 
 
 # ------------------------------------------------------------------ gateway -> client

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from console.gateway.agent_beats import AgentBeats
 from console.gateway.event_log import EventLog
 from console.gateway.interrupt_store import InterruptStore
-from console.gateway.liveness_clock import LivenessWheel
+from console.gateway.liveness_clock import LivenessWheel, fresh_due
 from console.gateway.release_checks import ReleaseChecks
 from console.gateway.run_contracts import ContractCache, copy_run
 from console.gateway.shared_values import shared_empty
@@ -213,11 +213,14 @@ class RunStore:
     def flush(self, now: datetime, run_ids: Iterable[str] | None = None) -> None:
         """Merge the beats accepted since the last flush (one event per run at most);
         ``run_ids``: those of them, taken from the beats before (a flush in slices)."""
+        beat_only, beat_merge, merged = self._beat_only, self._beat_merge, False
         for run_id in self.beats.take_dirty() if run_ids is None else run_ids:
-            if self._beat_only(run_id, now) or self._beat_merge(run_id, now):
-                self.events.beats_wait()
+            if beat_only(run_id, now) or beat_merge(run_id, now):
+                merged = True
             else:
                 self.refresh(run_id, now)
+        if merged:
+            self.events.beats_wait()
 
     def _beat_only(self, run_id: str, now: datetime) -> bool:
         """The fast path of a flush: when the latest beat changes nothing but the run's
@@ -237,18 +240,30 @@ class RunStore:
                     else observed.resources) != run.resources
                 or (beat.progress is None and run.progress != observed.progress)):
             return False
-        at, state = run.heartbeat_at, run.state
-        run.heartbeat_at, run.state = beat.at or now, observed.state
-        try:
-            new_state = unified_state(run, now)
-        finally:
-            run.state = state
-        if new_state is not state:
+        at = beat.at or now
+        due = fresh_due(at, now, run.heartbeat_interval_s, run.heartbeat_timeout_s) if (
+            observed.state is RunState.RUNNING and run.observed_at is None
+            and at.tzinfo is not None) else None
+        if due is not None:  # live: what unified_state would say, without asking it
+            if (RunState.WAITING if run.interrupts else RunState.RUNNING) is not run.state:
+                return False
             run.heartbeat_at = at
-            return False
+        else:
+            last, state = run.heartbeat_at, run.state
+            run.heartbeat_at, run.state = at, observed.state
+            try:
+                new_state = unified_state(run, now)
+            finally:
+                run.state = state
+            if new_state is not state:
+                run.heartbeat_at = last
+                return False
         if beat.progress is not None:
             run.progress = beat.progress
-        self.wheel.schedule(run)
+        if due is not None:
+            self.wheel.move(run.id, due)
+        else:
+            self.wheel.schedule(run)
         self.events.publish_beat(run, self._render)
         return True
 
