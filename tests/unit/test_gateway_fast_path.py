@@ -18,6 +18,7 @@ from console.gateway.protocol import (
     FrameError,
     Hello,
     SubscriptionFilter,
+    encode,
     parse_agent_frame,
     parse_client_frame,
 )
@@ -157,6 +158,20 @@ def test_a_beat_event_is_encoded_once_in_each_form():
     ev.release()  # every client was sent it: the encodings go, and come back the same
     assert ev.full() is not encoded and ev.full() == encoded
     assert sys.getsizeof(ev) <= 120
+
+
+@pytest.mark.parametrize("run_id, at, progress", [
+    ("dbos:local/wf", datetime(2026, 12, 1, 0, 0, 0, 123456, tzinfo=UTC), 0.1 + 0.2),
+    ('dbos:local/a "quoted" \\ id\n', datetime(2026, 12, 1, tzinfo=UTC), None),
+    ("dbos:local/ünïcødé-✓", None, 1.0),
+    ("dbos:local/tiny", datetime(2026, 12, 1, tzinfo=UTC), 1e-07),
+    ("dbos:local/nan", datetime(2026, 12, 1, tzinfo=UTC), float("nan")),
+])
+def test_a_beat_events_compact_form_is_what_encode_makes_of_it(run_id, at, progress):
+    record = RunRecord.of(Run(id=run_id, backend="dbos", context="local", native_id="x"))
+    ev = BeatEvent(2**53 + 7, record, at, progress, lambda *_: b"{}")
+    assert ev.compact() == encode({"seq": ev.seq, "kind": "beat", "data": ev.compact_data()})
+    assert json.loads(ev.compact())["data"]["id"] == run_id
 
 
 def test_a_run_event_is_slots_and_reads_the_same_before_and_after_encoding():
