@@ -109,9 +109,11 @@ def native_id(i: int) -> str:
 
 
 def _serve(port: int, home: str, runs: int, profile: str | None = None,
-           shed_after_s: float | None = None, shed_hold_s: float | None = None) -> None:
-    """The gateway; ``profile``: a path where pyinstrument's report over the whole run goes
-    (written on SIGUSR1, which the benchmark sends before it stops the gateway)."""
+           shed_after_s: float | None = None, shed_hold_s: float | None = None,
+           profile_after_s: float = 0.0) -> None:
+    """The gateway; ``profile``: a path where pyinstrument's report goes (written on
+    SIGUSR1, which the benchmark sends before it stops the gateway), from
+    ``profile_after_s`` after the gateway started to the end (0: the whole run)."""
     import signal
 
     from console.gateway.server import Gateway
@@ -122,7 +124,8 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None,
         from pyinstrument import Profiler
 
         profiler = Profiler(interval=0.005, async_mode="disabled")
-        profiler.start()
+        if not profile_after_s:
+            profiler.start()
 
     async def main() -> None:
         if os.environ.get("IRQ_BENCH_STALLS"):
@@ -137,6 +140,8 @@ def _serve(port: int, home: str, runs: int, profile: str | None = None,
         gw.add_backend("bench:local", SyntheticBackend(runs))  # type: ignore[arg-type]
         await gw.start()
         done = asyncio.Event()
+        if profiler is not None and profile_after_s:
+            asyncio.get_running_loop().call_later(profile_after_s, profiler.start)
 
         def report() -> None:
             if profiler is not None and profile:
@@ -589,6 +594,9 @@ def main() -> None:
     ap.add_argument("--profile", type=Path, default=None, metavar="PATH",
                     help="run the gateway under pyinstrument and write its report to PATH "
                          "(text) and PATH with .html")
+    ap.add_argument("--profile-after", type=float, default=0.0, metavar="SECONDS",
+                    help="start the profile this long after the gateway started (the runs "
+                         "are indexed and beating by ~20 s: the steady state alone)")
     args = ap.parse_args()
     if args.quick:
         args.runs, args.rate, args.seconds = 10_000, 2_000, 5.0
@@ -609,7 +617,8 @@ def main() -> None:
     if profile:
         Path(profile).unlink(missing_ok=True)
     gateway = spawn.Process(target=_serve, args=(port, home, args.runs, profile, args.shed_after,
-                                                       args.shed_hold), daemon=True)
+                                                       args.shed_hold, args.profile_after),
+                            daemon=True)
     gateway.start()
     _wait_port(port)
     t_ready = time.monotonic()
