@@ -133,7 +133,7 @@ class PlainBeats:
             if run_id in history or len(history) < HISTORY_RUNS or run_id in focused:
                 record(run_id, at, seq, progress,
                        {} if details is _EMPTY else dict(details), None)
-            dirty.add(run_id)
+            dirty[run_id] = None
             taken += 1
         beats.beats_accepted += taken
         self.taken += taken
