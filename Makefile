@@ -77,6 +77,9 @@ bench-adapters: $(STAMP) $(RESTATE_STAMP)
 bench-profile: $(STAMP)
 	$(BIN)/python benchmarks/gateway_scale.py --clients 1,10 --seconds 10 \
 	  --profile benchmarks/results/gateway-profile.txt --out /dev/null
+	$(BIN)/python benchmarks/gateway_ingest.py  # the hub's cost per beat, in process
+	$(BIN)/python benchmarks/gateway_ingest.py --general
+	$(BIN)/python benchmarks/gateway_ingest.py --set-order
 
 # agents waiting in their backend's own idiom (no irq import), 1,000 of them per backend: how
 # soon each wait shows up in the inbox and what polling costs (about 2-3 minutes each)
