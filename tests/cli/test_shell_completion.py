@@ -148,8 +148,11 @@ def test_install_completion_writes_the_shell_hook(irq_home: Path, tmp_path: Path
     home = tmp_path / "user"
     home.mkdir()
     env = {**os.environ, "HOME": str(home), "SHELL": f"/bin/{shell}"}
+    # typer finds the shell by walking up the process tree (shellingham): typed in a shell,
+    # as a user does (the `; exit` keeps the shell from exec'ing irq in its place); a test
+    # run detached from any shell found none ("Shell None is not supported")
     result = subprocess.run(
-        [str(IRQ), "--install-completion", shell],
+        [f"/bin/{shell}", "-c", f'"{IRQ}" --install-completion; exit $?'],
         env=env,
         capture_output=True,
         text=True,
