@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.answers import answer_dict
 from console.cli.bulk import DEFAULT_MAX, bulk_action, refuse_ids_and_filter
 from console.cli.completion import complete_run_ids
 from console.cli.confirm import ask_or_stop, refuse_unconfirmable
@@ -68,9 +69,8 @@ class Preview:
 
 async def _preview(client: GatewayClient, action: str, queries: list[str]) -> Preview:
     targets = expand_run_ids(client.view, queries)
-    plan = await client.query("plan", action=action, targets=targets)
-    if not isinstance(plan, dict):
-        fail(ExitCode.FAILED, f"the gateway answered nonsense to a {action} plan query")
+    plan = answer_dict(await client.query("plan", action=action, targets=targets),
+                       f"to a {action} plan query")
     planned = set(plan.get("targets") or [])
     unknown = [t for t in targets if t not in planned and t not in client.view.runs]
     if unknown:

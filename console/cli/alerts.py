@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.answers import answer_models
 from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
 from console.cli.help_layout import IrqCommand, IrqGroup
@@ -65,16 +66,9 @@ ReasonOption = Annotated[
 
 
 def _parse(data: Any) -> list[Alert]:
-    from pydantic import ValidationError
-
     from console.alert_model import Alert
 
-    if not isinstance(data, list):
-        fail(ExitCode.FAILED, "the gateway answered nonsense to an alerts query")
-    try:
-        return [Alert.model_validate(item) for item in data]
-    except ValidationError as exc:
-        fail(ExitCode.FAILED, f"the gateway answered nonsense to an alerts query: {exc}")
+    return answer_models(Alert, data, "to an alerts query")
 
 
 def state_cell(alert: Alert) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.answers import answer_list
 from console.cli.exits import ExitCode, fail
 from console.cli.options import (
     ContextOption,
@@ -112,11 +113,9 @@ def audit_command(
         prefix = target
         if target:
             prefix = _expand_target(client.view, target)
-        data = await client.query("audit", limit=wanted, target_prefix=prefix, identity=actor,
-                                  actions=actions or None, **window)
-        if not isinstance(data, list):
-            fail(ExitCode.FAILED, "the gateway answered nonsense to an audit query")
-        return [e for e in data if isinstance(e, dict)]
+        return answer_list(await client.query(
+            "audit", limit=wanted, target_prefix=prefix, identity=actor,
+            actions=actions or None, **window), "to an audit query")
 
     entries = with_gateway(conn, fetch)
     if len(entries) >= wanted:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from console.cli.answers import answer_dict
 from console.cli.bulk_jobs import JobRequest
 from console.cli.exits import ExitCode, fail
 from console.cli.output import (
@@ -138,9 +139,9 @@ async def combined_plan(client: GatewayClient, action: str, targets: list[str]) 
     """The gateway's ``plan`` for all targets (queried in parts of up to 1,000)."""
     merged: dict[str, Any] = {"action": action, "targets": []}
     for start in range(0, len(targets), PLAN_PART):
-        part = await client.query("plan", action=action, targets=targets[start : start + PLAN_PART])
-        if not isinstance(part, dict):
-            fail(ExitCode.FAILED, f"the gateway answered nonsense to a {action} plan query")
+        part = answer_dict(await client.query(
+            "plan", action=action, targets=targets[start : start + PLAN_PART]),
+            f"to a {action} plan query")
         for key, value in part.items():
             if isinstance(value, list):
                 merged.setdefault(key, [])

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from console.cli.answers import answer_dict
 from console.cli.exits import ExitCode, fail
 from console.cli.output import esc, hint, stderr_console
 
@@ -70,9 +71,7 @@ async def follow_job(client: GatewayClient, job_id: str) -> dict[str, Any]:
     live = sys.stderr.isatty()
     shown = ""
     while True:
-        job = await client.query("job", job_id=job_id)
-        if not isinstance(job, dict):
-            fail(ExitCode.FAILED, f"the gateway answered nonsense about job {job_id}")
+        job = answer_dict(await client.query("job", job_id=job_id), f"about job {job_id}")
         if live:
             line = (f"job {job_id}: {job['done']} done, {job['failed']} failed, "
                     f"{job['remaining']} remaining")

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from console.cli.exits import ExitCode, fail
+from console.cli.answers import answer_dict, answer_list
+from console.cli.exits import ExitCode
 from console.cli.help_layout import IrqCommand, IrqGroup
 from console.cli.options import (
     ContextOption,
@@ -71,10 +72,7 @@ def jobs_command(
     conn = connection_of(ctx, url, token, context)
 
     async def fetch(client: GatewayClient) -> list[dict[str, Any]]:
-        data = await client.query("jobs")
-        if not isinstance(data, list):
-            fail(ExitCode.FAILED, "the gateway answered nonsense to a jobs query")
-        return [j for j in data if isinstance(j, dict)]
+        return answer_list(await client.query("jobs"), "to a jobs query")
 
     jobs = with_gateway(conn, fetch, snapshot=False)
 
@@ -108,9 +106,8 @@ def jobs_show_command(
 ) -> None:
     """One job: its progress and every failure with its reason."""
     conn = connection_of(ctx, url, token, context)
-    job = with_gateway(conn, lambda c: _fetch_job(c, job_id), snapshot=False)
-    if not isinstance(job, dict):
-        fail(ExitCode.FAILED, f"the gateway answered nonsense about job {job_id}")
+    job = answer_dict(with_gateway(conn, lambda c: _fetch_job(c, job_id), snapshot=False),
+                      f"about job {job_id}")
 
     def text() -> None:
         out = stdout_console()

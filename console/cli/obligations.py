@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.answers import answer_models
 from console.cli.completion import complete_open_obligation_ids, complete_run_ids
 from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
@@ -90,16 +91,9 @@ def by_cell(obligation: Obligation) -> str:
 
 
 def _parse(data: Any) -> list[Obligation]:
-    from pydantic import ValidationError
-
     from console.policy.model import Obligation
 
-    if not isinstance(data, list):
-        fail(ExitCode.FAILED, "the gateway answered nonsense to an obligations query")
-    try:
-        return [Obligation.model_validate(item) for item in data]
-    except ValidationError as exc:
-        fail(ExitCode.FAILED, f"the gateway answered nonsense to an obligations query: {exc}")
+    return answer_models(Obligation, data, "to an obligations query")
 
 
 def obligations_command(

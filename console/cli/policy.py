@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.answers import answer_dict, answer_model
 from console.cli.completion import complete_pending_interrupt_ids, complete_run_ids
 from console.cli.confirm import ask_or_stop, refuse_unconfirmable
 from console.cli.exits import ExitCode, fail
@@ -137,10 +138,7 @@ def show_command(
     conn = connection_of(ctx, url, token, context)
 
     async def fetch(client: GatewayClient) -> dict[str, Any]:
-        data = await client.query("policy")
-        if not isinstance(data, dict):
-            fail(ExitCode.FAILED, "the gateway answered nonsense to a policy query")
-        return data
+        return answer_dict(await client.query("policy"), "to a policy query")
 
     data = with_gateway(conn, fetch)
     emit(output, data, lambda: _render_policy(data))
@@ -349,8 +347,6 @@ def check_policy(
     context: str | None,
 ) -> tuple[Invocation, PolicyDecision]:
     """Ask the running gateway's policy about the request (query ``policy_check``)."""
-    from pydantic import ValidationError
-
     from console.policy.model import PolicyDecision
 
     args = request.validate()
@@ -362,10 +358,7 @@ def check_policy(
         return inv, answer
 
     inv, answer = with_gateway(conn, ask)
-    try:
-        return inv, PolicyDecision.model_validate(answer)
-    except ValidationError as exc:
-        fail(ExitCode.FAILED, f"the gateway answered nonsense to a policy check: {exc}")
+    return inv, answer_model(PolicyDecision, answer, "to a policy check")
 
 
 def _render_decision(decision: PolicyDecision) -> None:

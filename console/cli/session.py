@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from console.cli.answers import answer_dict
 from console.cli.exits import ExitCode, fail, fail_from_error
 
 if TYPE_CHECKING:
@@ -208,8 +209,7 @@ async def plan_one_run(client: GatewayClient, query: str, action: str, **extra: 
     ``irq release``): the run id, the plan, and the run's contract for the plan's rendering.
     ``extra``: the action's own query fields (``from_step``, ``resource``)."""
     target = expand_run_id(client.view, query)
-    plan = await client.query("plan", action=action, targets=[target], **extra)
-    if not isinstance(plan, dict):
-        fail(ExitCode.FAILED, f"the gateway answered nonsense to a {action} plan query")
+    plan = answer_dict(await client.query("plan", action=action, targets=[target], **extra),
+                       f"to a {action} plan query")
     run = client.view.runs.get(target)
     return target, plan, ({target: run.contract()} if run is not None else {})

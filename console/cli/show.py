@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from console.cli.answers import answer_dict
 from console.cli.completion import complete_run_ids
-from console.cli.exits import ExitCode, fail
 from console.cli.options import (
     ContextOption,
     OutputOption,
@@ -58,9 +58,7 @@ def show_command(
 
     async def fetch(client: GatewayClient) -> dict[str, Any]:
         run_id = expand_run_id(client.view, run)
-        data = await client.query("run", run_id=run_id)
-        if not isinstance(data, dict):
-            fail(ExitCode.FAILED, f"the gateway answered nonsense for run {run_id!r}")
+        data = answer_dict(await client.query("run", run_id=run_id), f"for run {run_id!r}")
         if not isinstance(data.get("interrupts_detail"), list):
             data["interrupts_detail"] = [
                 i.contract() for i in client.view.interrupts.values() if i.run_id == run_id
