@@ -13,7 +13,9 @@ under the variant:
 - ``--general``: every beat the general way (a model each: how the gateway took them
   before plain_beats.py);
 - ``--set-order``: the flush takes the runs in hash order (as when the beaten runs were a
-  set), not in the order their beats came.
+  set), not in the order their beats came;
+- ``--helper``: beats as irq's own helper writes them (``heartbeat_frame``: every field,
+  ``details: {}``, ``resources: []``), not the bare ones the scale benchmark's agents send.
 
 Young garbage is collected and frozen every 200 frames, as the gateway's GC policy does
 every second at 20,000 beats/s.
@@ -37,6 +39,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from backend_adapters.heartbeat_push import heartbeat_frame  # noqa: E402
 from benchmarks.results_file import write_results  # noqa: E402
 from console.gateway.agent_beats import Reporter  # noqa: E402
 from console.gateway.agent_channel import AgentChannel  # noqa: E402
@@ -64,17 +67,24 @@ class Socket:
         raise SystemExit(f"a beat was refused: {frame}")
 
 
-def frames(runs: int, count: int, seq: int) -> list[str]:
-    """``count`` heartbeats frames as the benchmark agents send them (one time per frame)."""
+def frames(runs: int, count: int, seq: int, *, helper: bool = False) -> list[str]:
+    """``count`` heartbeats frames as the benchmark agents send them (one time per frame);
+    ``helper``: each beat as irq's helper writes it."""
     out, n = [], 0
     for _ in range(count):
-        at = datetime.now(UTC).isoformat()
-        beats = []
+        now = datetime.now(UTC)
+        at = now.isoformat()
+        beats: list[dict[str, Any]] = []
         for _ in range(PER_FRAME):
             seq += 1
-            beats.append({"backend": "bench", "context": "local",
-                          "native_id": f"run-{n % runs:06d}", "seq": seq, "at": at,
-                          "progress": (n % 100) / 100, "interval_s": 5.0, "timeout_s": 12.0})
+            beat = {"backend": "bench", "context": "local",
+                    "native_id": f"run-{n % runs:06d}", "seq": seq, "at": at,
+                    "progress": (n % 100) / 100, "interval_s": 5.0, "timeout_s": 12.0}
+            if helper:
+                beat = {k: v for k, v in heartbeat_frame(
+                    phase="running", at=now, **{k: v for k, v in beat.items()
+                                                if k != "at"}).items() if k != "type"}
+            beats.append(beat)
             n += 1
         out.append(orjson.dumps({"type": "heartbeats", "beats": beats}).decode())
     return out
@@ -87,8 +97,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--general", action="store_true", help="every beat the general way")
     ap.add_argument("--set-order", action="store_true", help="flush in hash order")
+    ap.add_argument("--helper", action="store_true", help="beats as irq's helper writes them")
     args = ap.parse_args()
-    variant = "general" if args.general else "set-order" if args.set_order else "default"
+    variant = ("general" if args.general else "set-order" if args.set_order
+               else "helper" if args.helper else "default")
+    if args.general and args.helper:
+        variant = "general-helper"
 
     hub = (GeneralHub if args.general else Hub)(event_log_size=100_000)
     now = datetime.now(UTC)
@@ -131,11 +145,12 @@ def main() -> None:
             spent["encode"] += e - d
         return spent
 
-    asyncio.run(feed(frames(args.runs, args.runs // PER_FRAME, 1)))  # first beats: bound
+    asyncio.run(feed(frames(args.runs, args.runs // PER_FRAME, 1,
+                            helper=args.helper)))  # first beats: every run bound
     best: dict[str, float] = {}
     seq = 10_000_000
     for _ in range(args.repeat):
-        raws = frames(args.runs, args.frames, seq)
+        raws = frames(args.runs, args.frames, seq, helper=args.helper)
         seq += len(raws) * PER_FRAME
         spent = asyncio.run(feed(raws))
         beats = len(raws) * PER_FRAME

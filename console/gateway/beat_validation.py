@@ -2,7 +2,7 @@
 
 pydantic took a tenth of the gateway's time at 20,000 beats/s. A beat whose fields are all of
 the plain kind agents send (strings within their caps, a finite number in range, an ISO-8601
-time ``YYYY-MM-DDTHH:MM:SS[.ffffff][Z|±HH:MM]``, no resources) is checked here field by field
+time ``YYYY-MM-DDTHH:MM:SS[.ffffff][Z|±HH:MM]``, no resources held) is checked here field by field
 and built without pydantic; any other beat (a field of another type, out of range, an
 unusual time format, resources, unknown fields) goes through the pydantic model, so every
 refusal keeps pydantic's message and every accepted beat is the model pydantic would build
@@ -23,9 +23,11 @@ from console.gateway.agent_heartbeat import (
     AgentHeartbeat,
 )
 
-#: the fields a beat may carry and still take the fast path (``resources``: pydantic)
+#: the fields a beat may carry and still take the fast path (``resources`` only empty, as
+#: irq's helper sends it with every beat; resources held: pydantic)
 FAST_FIELDS = frozenset({"type", "backend", "context", "native_id", "seq", "at", "progress",
-                         "details", "interval_s", "timeout_s", "in_flight_step", "phase"})
+                         "details", "resources", "interval_s", "timeout_s", "in_flight_step",
+                         "phase"})
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
 _new = object.__new__
 _set = object.__setattr__
@@ -109,6 +111,11 @@ def fast_beat(item: dict[str, Any]) -> AgentHeartbeat | None:
     phase = get("phase", "running")
     if type(phase) is not str or phase not in PHASES:
         return None
+    resources = get("resources")
+    if resources is not None:
+        if type(resources) is not list or resources:
+            return None
+        resources = []
     details = get("details")
     if details is None:
         if "details" in item:
@@ -121,7 +128,7 @@ def fast_beat(item: dict[str, Any]) -> AgentHeartbeat | None:
     beat = _new(AgentHeartbeat)
     _set(beat, "__dict__", {
         "type": "heartbeat", "backend": backend, "context": context, "native_id": native_id,
-        "seq": seq, "at": at, "progress": progress, "details": details, "resources": None,
+        "seq": seq, "at": at, "progress": progress, "details": details, "resources": resources,
         "interval_s": interval, "timeout_s": timeout, "in_flight_step": step,
         "phase": phase})
     _set(beat, "__pydantic_fields_set__", set(item))

@@ -172,6 +172,9 @@ class GatewayCollector:
     def _counters(self, stats: dict[str, Any]) -> Iterator[Metric]:
         yield CounterMetricFamily("irq_heartbeats_accepted", "Agent heartbeats accepted",
                                   value=stats["beats_accepted"])
+        yield CounterMetricFamily("irq_heartbeats_by_hand", "Of the accepted heartbeats, those "
+                                  "taken by the plain-beat hand path (the rest cost a model "
+                                  "each)", value=stats["beats_by_hand"])
         yield CounterMetricFamily("irq_heartbeats_stale", "Heartbeats older than the run's "
                                   "last one, ignored", value=stats["stale_beats"])
         yield CounterMetricFamily("irq_run_takeovers", "Runs whose beats moved to another "

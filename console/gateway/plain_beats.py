@@ -2,7 +2,7 @@
 the same connection is checked and taken in one pass over the decoded item.
 
 At 20,000 beats/s nearly every beat is the same shape as the run's previous one: plain
-fields (strings within their caps, numbers in range, an ISO-8601 time), no resources, a
+fields (strings within their caps, numbers in range, an ISO-8601 time), no resources held, a
 run the index knows, bound to the token that sends it through the same connection, and
 no release check waiting. For such a beat the general path built a model
 (beat_validation.py), checked it against the token and the clock (beat_checks.py) and
@@ -30,9 +30,11 @@ from console.gateway.protocol import FrameError
 if TYPE_CHECKING:
     from console.gateway.auth import Principal
 
-#: the fields a plain beat may carry (``resources``: the general path)
+#: the fields a plain beat may carry (``resources`` only empty: irq's own helper sends
+#: ``[]`` with every beat; resources held go the general path, each one a model)
 PLAIN_FIELDS = frozenset({"type", "backend", "context", "native_id", "seq", "at", "progress",
-                          "details", "interval_s", "timeout_s", "in_flight_step", "phase"})
+                          "details", "resources", "interval_s", "timeout_s", "in_flight_step",
+                          "phase"})
 _PHASES = frozenset(PHASES)
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
 _NOT_PLAIN = ("", "", "", False)  # a backend/context pair the general path answers for
@@ -109,6 +111,7 @@ class PlainBeats:
             progress, interval, timeout = get("progress"), get("interval_s"), get("timeout_s")
             step, phase, details = get("in_flight_step"), get("phase", "running"), get(
                 "details", _EMPTY)
+            resources = get("resources")
             if ((progress is not None
                  and not (type(progress) is float and 0.0 <= progress <= 1.0))
                     or (interval is not None and not (
@@ -119,7 +122,8 @@ class PlainBeats:
                     or type(phase) is not str or phase not in _PHASES
                     or (details is not _EMPTY and (
                         type(details) is not dict
-                        or not all(type(k) is str for k in details)))):
+                        or not all(type(k) is str for k in details)))
+                    or (resources is not None and (type(resources) is not list or resources))):
                 slow(i, item)
                 continue
             run_id = prefix + native_id
@@ -128,11 +132,13 @@ class PlainBeats:
                     or run_id in checks):
                 slow(i, item)  # a first beat, a binding, maybe stale, a release checked
                 continue
-            facts[run_id] = BeatFacts(seq, at, progress, None, interval, timeout, step,
+            if resources is not None:
+                resources = []  # its own list, as the model would make it
+            facts[run_id] = BeatFacts(seq, at, progress, resources, interval, timeout, step,
                                       phase, now)
             if run_id in history or len(history) < HISTORY_RUNS or run_id in focused:
                 record(run_id, at, seq, progress,
-                       {} if details is _EMPTY else dict(details), None)
+                       {} if details is _EMPTY else dict(details), resources)
             dirty[run_id] = None
             taken += 1
         beats.beats_accepted += taken

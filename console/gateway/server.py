@@ -350,6 +350,9 @@ class Gateway:
                               "max_bytes": self.hub.unknown.max_bytes},
             "stale_beats": self.hub.stale_beats,
             "beats_accepted": self.hub.beats_accepted,
+            # of them, those taken by the plain-beat hand path (plain_beats.py); the rest
+            # cost a model each: agents sending resources every beat, first beats, bindings
+            "beats_by_hand": self.hub.plain_beats.taken,
             "client_resyncs": self.counters["client_resyncs"],
             "updates_shed": self.shedding.shed,
             "shedding_episodes": self.shedding.episodes,

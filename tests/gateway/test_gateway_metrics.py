@@ -41,7 +41,7 @@ FAMILIES = {
     "irq_client_resyncs", "irq_updates_shed", "irq_clients_shedding", "irq_rate_limited", "irq_refusals", "irq_command_latency_seconds",
     "irq_commands", "irq_backend_poll_seconds", "irq_backend_poll_errors",
     "irq_backend_reachable", "irq_alerts_open", "irq_jobs_running",
-    "irq_job_targets_remaining", "irq_heartbeats_accepted", "irq_runs", "irq_journal_up",
+    "irq_job_targets_remaining", "irq_heartbeats_accepted", "irq_heartbeats_by_hand", "irq_runs", "irq_journal_up",
     "process_resident_memory_bytes",
 }
 

@@ -36,5 +36,17 @@ async def test_batched_beats_all_land_and_a_refused_one_is_refused_alone(trust_g
         assert [e["code"] for e in pusher.errors] == ["out_of_scope"]
         assert "1 of " in pusher.errors[0]["message"]
         assert trust_gateway.gateway.counters["agent_out_of_scope"] == 1
+        # the same runs' next beats through the same connection: plain, taken by hand
+        assert hub.plain_beats.taken == 0  # first beats bind their runs: the general way
+        for i in range(200):
+            pusher.push(heartbeat_frame(native_id=f"wf-{i}", seq=2, phase="running",
+                                        context="local", progress=0.75, interval_s=5.0))
+        assert await asyncio.to_thread(pusher.flush, 10.0)
+        while hub.beats_accepted < 400 and time.monotonic() < deadline + 10:
+            await asyncio.sleep(0.05)
+        assert (hub.beats_accepted, hub.plain_beats.taken) == (400, 200)
+        assert trust_gateway.gateway.stats()["beats_by_hand"] == 200
+        hub.flush_heartbeats()
+        assert all(hub.runs[i].progress == 0.75 for i in ids)
     finally:
         await asyncio.to_thread(pusher.close, 2.0)

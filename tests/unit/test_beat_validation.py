@@ -75,7 +75,8 @@ def test_a_plain_beat_takes_the_fast_path_and_equals_the_model():
     {"phase": "paused"}, {"phase": "sleeping"}, {"phase": None},
     {"in_flight_step": "s" * 512}, {"in_flight_step": "s" * 513}, {"in_flight_step": 5},
     {"details": {"a": [1, {"b": 2}]}}, {"details": None}, {"details": []},
-    {"resources": [{"id": "gpu-0", "kind": "gpu"}]}, {"resources": "no"},
+    {"resources": [{"id": "gpu-0", "kind": "gpu"}]}, {"resources": "no"}, {"resources": []},
+    {"resources": None}, {"resources": {}},
     {"unknown": 1},
 ])
 def test_edge_cases_agree_with_pydantic(change: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
+from backend_adapters.heartbeat_push import heartbeat_frame
 from console.gateway.agent_beats import HISTORY_RUNS, Reporter
 from console.gateway.agent_channel import AgentChannel
 from console.gateway.auth import AgentScope, Principal, Role
@@ -132,6 +133,12 @@ def _mixed_frame(seq: int, at: datetime) -> list[Any]:
         {**_beat(17, seq + 500, later), "seq": True},  # a bool is not a seq here
         {k: v for k, v in _beat(18, seq + 500, later).items() if k != "at"},  # at: now
         _beat(20, seq + 600, later),  # the same run twice in a frame: the later one counts
+        _beat(21, seq + 500, later, resources=[]),  # irq's helper: none held, by hand
+        _beat(22, seq + 500, later, resources=None),
+        _beat(23, seq + 500, later, resources={}),  # not a list: refused
+        _beat(24, seq + 500, later, resources=[{"id": "gpu-1", "kind": "gpu"}]),
+        heartbeat_frame(native_id="r25", seq=seq + 500, at=later, progress=0.5, phase="running",
+                        interval_s=5.0, context="local"),  # what the helper sends
     ]
     return beats
 
