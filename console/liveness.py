@@ -17,6 +17,18 @@ def late_margin(interval_s: float) -> float:
     return max(1.0, 0.5 * interval_s)
 
 
+def lost_after(interval_s: float, timeout_s: float | None) -> float:
+    """Silence after which a run is lost: its heartbeat timeout; without one, five missed
+    cadences."""
+    return timeout_s if timeout_s and timeout_s > 0 else 5 * interval_s
+
+
+def live_for(interval_s: float, timeout_s: float | None) -> float:
+    """How long a beat keeps a run live (``running``): the cadence plus the margin, or the
+    timeout when that comes first."""
+    return min(interval_s + late_margin(interval_s), lost_after(interval_s, timeout_s))
+
+
 def classify_liveness(
     heartbeat_at: datetime | None,
     now: datetime,
@@ -36,8 +48,7 @@ def classify_liveness(
     if reference is None or interval_s is None or interval_s <= 0:
         return "unknown"
     age = max(0.0, (now - reference).total_seconds())
-    lost_after = timeout_s if timeout_s and timeout_s > 0 else 5 * interval_s
-    if age > lost_after:
+    if age > lost_after(interval_s, timeout_s):
         return "lost"
     if age > interval_s + late_margin(interval_s):
         return "late"

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from console.gateway.run_contracts import copy_run
-from console.liveness import late_margin
+from console.liveness import live_for, lost_after
 from console.model import RunState
 from console.run_record import RunFacts, RunRecord
 from console.semantics import LIVE_STATES, unified_state
@@ -148,15 +148,14 @@ def liveness_due(run: RunFacts) -> int | None:
     interval, at = run.heartbeat_interval_s, run.heartbeat_at
     if at is None or not interval or interval <= 0 or run.state not in LIVE_STATES:
         return None
-    timeout = run.heartbeat_timeout_s
-    lost_after = timeout if timeout and timeout > 0 else 5 * interval
-    late_after = interval + late_margin(interval)
-    after = late_after if run.state not in (RunState.LATE, RunState.LOST) else lost_after
     if run.state is RunState.LOST:
         return None
+    timeout = run.heartbeat_timeout_s
+    after = (lost_after(interval, timeout) if run.state is RunState.LATE
+             else live_for(interval, timeout))
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
-    return math.floor((at.timestamp() + min(after, lost_after)) * WHEEL_SLOTS_PER_S)
+    return math.floor((at.timestamp() + after) * WHEEL_SLOTS_PER_S)
 
 
 def fresh_due(at: datetime, now: datetime, interval: float | None,
@@ -168,8 +167,7 @@ def fresh_due(at: datetime, now: datetime, interval: float | None,
     classification in one step, for the beat fast path."""
     if not interval or interval <= 0:
         return None
-    lost_after = timeout if timeout and timeout > 0 else 5 * interval
-    after = min(interval + late_margin(interval), lost_after)
+    after = live_for(interval, timeout)
     if (now - at).total_seconds() > after:
         return None
     return math.floor((at.timestamp() + after) * WHEEL_SLOTS_PER_S)

@@ -16,7 +16,7 @@ import orjson
 
 from console.gateway.protocol import encode
 from console.gateway.shared_values import share_empties, shared_bytes
-from console.liveness import late_margin
+from console.liveness import live_for
 from console.model import RunState
 from console.run_record import RunFacts, RunRecord
 
@@ -103,9 +103,7 @@ def _dynamic_tail(run: RunRecord, now: datetime) -> bytes:
     age = None if at is None else max(0.0, (now - at).total_seconds())
     if age is None or state not in _JUDGED:
         suspected = None  # Run.suspected_state's first two checks
-    elif interval and interval > 0 and age <= min(
-            interval + late_margin(interval),
-            timeout if timeout and timeout > 0 else 5 * interval):
+    elif interval and interval > 0 and age <= live_for(interval, timeout):
         suspected = None  # classify_liveness: "running" (most runs, most of the time)
     else:
         suspected = run.suspected_state(now)

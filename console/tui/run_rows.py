@@ -20,9 +20,10 @@ from enum import StrEnum
 from typing import Any
 
 from console.client import FleetView
+from console.liveness import live_for, lost_after
 from console.model import Run, RunState
 from console.prices import PriceTable
-from console.semantics import LIVE_STATES, late_margin, unified_state
+from console.semantics import LIVE_STATES, unified_state
 from console.tui.run_filter import FilterQuery, haystack_of
 from console.tui.state_display import ATTENTION_RANK
 from console.work_at_risk import cost_rate, counted_from
@@ -77,12 +78,11 @@ def recheck_at(run: Run, state: RunState) -> float:
         return math.inf
     beat = run.heartbeat_at.timestamp()
     timeout = run.heartbeat_timeout_s
-    lost_at = beat + (timeout if timeout and timeout > 0 else 5 * interval)
     if state is RunState.LOST:
         return math.inf
     if state is RunState.LATE:
-        return lost_at
-    return min(beat + interval + late_margin(interval), lost_at)
+        return beat + lost_after(interval, timeout)
+    return beat + live_for(interval, timeout)
 
 
 def sort_keys(row: RunRow) -> tuple[Any, ...]:
