@@ -28,9 +28,14 @@ def check_beat(beat: AgentHeartbeat, who: Principal, backend_key: str,
     if at is not None and at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
         beat = beat.model_copy(update={"at": at})
-    if at is not None and (at - now).total_seconds() > MAX_CLOCK_SKEW_S:
+    if at is not None and ahead_of_clock(at, now):
         raise FrameError(
             "invalid",
             f"at: {at.isoformat()} is more than {MAX_CLOCK_SKEW_S:g} s ahead of the gateway's "
             "clock; fix the agent's clock")
     return beat
+
+
+def ahead_of_clock(at: datetime, now: datetime) -> bool:
+    """Is a beat's ``at`` (aware) further ahead of the gateway's clock than a beat may be?"""
+    return (at - now).total_seconds() > MAX_CLOCK_SKEW_S

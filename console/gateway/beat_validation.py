@@ -49,7 +49,10 @@ def _number(value: Any, low: float, high: float, *, open_low: bool) -> float | N
 _last_time: list[Any] = [None, None]  # the last time parsed (a batch's beats share theirs)
 
 
-def _time(value: Any) -> datetime | None:
+def iso_time(value: Any) -> datetime | None:
+    """``value`` as a time when it is plainly ISO-8601 text (as parsed, naive or aware);
+    None: not plain (pydantic decides). The last text parsed is remembered: a frame's beats
+    share their time."""
     if value == _last_time[0] and type(value) is str:
         return _last_time[1]  # type: ignore[no-any-return]
     if type(value) is not str or _ISO.fullmatch(value) is None:
@@ -85,7 +88,7 @@ def fast_beat(item: dict[str, Any]) -> AgentHeartbeat | None:
         return None
     at = get("at")
     if at is not None:
-        at = _time(at)
+        at = iso_time(at)
         if at is None:
             return None
     # a float in range first (NaN and infinities fail the comparisons), then the rest

@@ -17,14 +17,14 @@ two paths to that).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from console.gateway.agent_beats import HISTORY_RUNS, AgentBeats, BeatFacts, Reporter
 from console.gateway.agent_heartbeat import MAX_INTERVAL_S, MAX_SEQ, MAX_TIMEOUT_S, PHASES
-from console.gateway.beat_checks import MAX_CLOCK_SKEW_S
+from console.gateway.beat_checks import ahead_of_clock
+from console.gateway.beat_validation import iso_time
 from console.gateway.protocol import FrameError
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ PLAIN_FIELDS = frozenset({"type", "backend", "context", "native_id", "seq", "at"
                           "details", "resources", "interval_s", "timeout_s", "in_flight_step",
                           "phase"})
 _PHASES = frozenset(PHASES)
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
 _NOT_PLAIN = ("", "", "", False)  # a backend/context pair the general path answers for
 
 #: the general path of one item of the frame: ``slow(index, item)``
@@ -48,15 +47,12 @@ KeyOf = Callable[[str, "str | None"], str]
 def plain_time(text: str, now: datetime) -> datetime | None:
     """A beat's ``at`` as the general path accepts it (aware; a naive time is UTC), when
     plainly ISO-8601 and not too far ahead of the gateway's clock; None: not plain."""
-    if _ISO.fullmatch(text) is None:
-        return None
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError:
+    at = iso_time(text)
+    if at is None:
         return None
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
-    return at if (at - now).total_seconds() <= MAX_CLOCK_SKEW_S else None
+    return None if ahead_of_clock(at, now) else at
 
 
 class PlainBeats:
