@@ -249,6 +249,7 @@ class RunStore:
             if (_WAITING if run.interrupts else _RUNNING) is not run.state:
                 return False
             run.heartbeat_at = at
+            self.wheel.move(run.id, due)
         else:
             last, state = run.heartbeat_at, run.state
             run.heartbeat_at, run.state = at, observed.state
@@ -259,12 +260,9 @@ class RunStore:
             if new_state is not state:
                 run.heartbeat_at = last
                 return False
+            self.wheel.schedule(run)
         if beat.progress is not None:
             run.progress = beat.progress
-        if due is not None:
-            self.wheel.move(run.id, due)
-        else:
-            self.wheel.schedule(run)
         self.events.publish_beat(run, self._render)
         return True
 
