@@ -17,8 +17,8 @@ from console.alert_sources.liveness_unknown import liveness_unknown, poll_budget
 from console.alert_sources.no_workers import no_workers
 from console.alert_sources.obligation_overdue import obligation_overdue
 from console.alert_sources.retrying import retrying
-from console.alert_sources.run_groups import RunGroups, group_runs
-from console.alert_sources.stalled import ProgressMarks, stalled
+from console.alert_sources.run_groups import RunGroups
+from console.alert_sources.stalled import stalled
 from console.gateway.alert_evaluator import ConditionSource
 from console.gateway.hub import Hub
 from console.gateway.obligation_store import ObligationStore
@@ -47,7 +47,8 @@ class GatewayConditions:
         self.backends = backends
         self.retrying_after, self.stalled_after_s = retrying_after, stalled_after_s
         self.started_at, self.poll_budget_s = started_at, poll_budget_s
-        self.marks = ProgressMarks()
+        #: the runs each run source looks at, kept by the run store as runs change
+        self.live = hub.run_store.groups
         self._walking = False  # inside one_walk
         self._walked: RunGroups | None = None  # the walk of this one_walk
 
@@ -58,8 +59,8 @@ class GatewayConditions:
 
     @contextlib.contextmanager
     def one_walk(self) -> Iterator[None]:
-        """Within it (one evaluator tick: alert_evaluator.py), the run sources share one walk
-        of the index (run_groups.py); outside, each call walks anew."""
+        """Within it (one evaluator tick: alert_evaluator.py), the run sources share one
+        reading of the groups (run_groups.py); outside, each call reads them anew."""
         self._walking = True
         try:
             yield
@@ -69,7 +70,7 @@ class GatewayConditions:
     def _groups(self) -> RunGroups:
         if self._walked is not None:
             return self._walked
-        groups = group_runs(list(self.hub.runs.values()))
+        groups = self.live.groups()
         if self._walking:
             self._walked = groups
         return groups
@@ -84,11 +85,10 @@ class GatewayConditions:
         return no_workers(dict(self.reported))
 
     def stalled(self) -> Iterable[Condition]:
-        now = self.hub.clock()
-        self.marks.note_progress(self._groups().progress, now)
         # the candidates are read from the index by id (a dict's get: safe while the loop
         # changes it)
-        return stalled(self.hub.runs, self.marks, now, after_s=self.stalled_after_s)
+        return stalled(self.hub.runs, self.live.progress, self.hub.clock(),
+                       after_s=self.stalled_after_s)
 
     def liveness_unknown(self) -> Iterable[Condition]:
         budgets = {key: self.poll_budget_s or poll_budget(b.poll_interval_s)

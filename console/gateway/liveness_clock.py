@@ -136,7 +136,7 @@ class LivenessClock:
         new = copy_run(run, {"state": new_state, "updated_at": now})
         if new_state.terminal or state.terminal:  # else the same facts, the same warnings
             new.warnings = self.store.warnings(observed.warnings, new)
-        self.store.install(new, run)
+        self.store.install(new, now, run)
         self.store.publish(new)
         return True
 

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from console.alert_sources.run_groups import LiveRunGroups
 from console.gateway.agent_beats import AgentBeats
 from console.gateway.event_log import EventLog
 from console.gateway.interrupt_store import InterruptStore
@@ -77,6 +78,9 @@ class RunStore:
         #: made per event was 64 bytes of each of the log's 100,000 events)
         self._render = self.contracts.render
         self._terminal: set[str] = set()  # runs in a terminal state (for the TTL)
+        #: the runs each alert source looks at, and their progress marks, kept as runs
+        #: change (console/alert_sources/run_groups.py; the evaluator reads them)
+        self.groups = LiveRunGroups()
         self._warning_lists: dict[tuple[str, ...], list[str]] = {}  # see warnings
 
     # ---------------------------------------------------------------- fed by adapters
@@ -113,6 +117,7 @@ class RunStore:
         self.releases.checks.pop(run_id, None)
         self.wheel.unschedule(run_id)
         self._terminal.discard(run_id)
+        self.groups.drop(run_id)
         self.contracts.drop(run_id)
         if self.runs.pop(run_id, None) is not None:
             self.events.publish("run_removed", {"id": run_id})
@@ -125,15 +130,17 @@ class RunStore:
 
     # ------------------------------------------------------------------ new versions
 
-    def install(self, run: RunRecord, old: RunRecord | None = None) -> None:
-        """A new merged version of a run: stored, filed in the liveness wheel, and counted
-        as terminal or not. ``old``: the version it replaces, when the two differ in
-        CONTRACT_DYNAMIC fields at most: the cached contract stays (only the beat fast path
-        changes a run object in place, and only those fields)."""
+    def install(self, run: RunRecord, now: datetime, old: RunRecord | None = None) -> None:
+        """A new merged version of a run, as of ``now``: stored, filed in the liveness wheel
+        and the alert sources' groups, and counted as terminal or not. ``old``: the version
+        it replaces, when the two differ in CONTRACT_DYNAMIC fields at most: the cached
+        contract stays (only the beat fast path changes a run object in place, and only
+        those fields)."""
         self.runs[run.id] = run
         if old is None:
             self.contracts.drop(run.id)
         self.wheel.schedule(run)
+        self.groups.file(run, now)
         if run.state.terminal:
             self._terminal.add(run.id)
         else:
@@ -164,7 +171,7 @@ class RunStore:
             merged.updated_at = now  # the unified state changed here
         elif old is not None and old.updated_at > merged.updated_at:
             merged.updated_at = old.updated_at
-        self.install(merged)
+        self.install(merged, now)
         if old is None or _differs(old, merged):
             self.publish(merged)
 
@@ -261,8 +268,11 @@ class RunStore:
                 run.heartbeat_at = last
                 return False
             self.wheel.schedule(run)
-        if beat.progress is not None:
-            run.progress = beat.progress
+        progress = beat.progress
+        if progress is not None:
+            if progress != run.progress:
+                self.groups.progress.mark(run_id, progress, now)
+            run.progress = progress
         self.events.publish_beat(run, self._render)
         return True
 
@@ -298,7 +308,7 @@ class RunStore:
         changed = new.state is not run.state
         if changed:
             new.updated_at = now  # the unified state changed here
-        self.install(new, run)
+        self.install(new, now, run)
         self.publish(new, urgent=changed)
         return True
 
