@@ -15,7 +15,10 @@ under the variant:
 - ``--set-order``: the flush takes the runs in hash order (as when the beaten runs were a
   set), not in the order their beats came;
 - ``--helper``: beats as irq's own helper writes them (``heartbeat_frame``: every field,
-  ``details: {}``, ``resources: []``), not the bare ones the scale benchmark's agents send.
+  ``details: {}``, ``resources: []``), not the bare ones the scale benchmark's agents send;
+- ``--gpu``: the helper's beats of runs that each hold a GPU for the whole run (every beat
+  reports it: ``resources: [{"id": ..., "kind": "gpu"}]``); with ``--general``: each
+  beat's resources built into models, as before the hand path took them.
 
 Young garbage is collected and frozen every 200 frames, as the gateway's GC policy does
 every second at 20,000 beats/s.
@@ -67,9 +70,10 @@ class Socket:
         raise SystemExit(f"a beat was refused: {frame}")
 
 
-def frames(runs: int, count: int, seq: int, *, helper: bool = False) -> list[str]:
+def frames(runs: int, count: int, seq: int, *, helper: bool = False,
+           gpu: bool = False) -> list[str]:
     """``count`` heartbeats frames as the benchmark agents send them (one time per frame);
-    ``helper``: each beat as irq's helper writes it."""
+    ``helper``: each beat as irq's helper writes it; ``gpu``: and holding a GPU."""
     out, n = [], 0
     for _ in range(count):
         now = datetime.now(UTC)
@@ -80,10 +84,11 @@ def frames(runs: int, count: int, seq: int, *, helper: bool = False) -> list[str
             beat = {"backend": "bench", "context": "local",
                     "native_id": f"run-{n % runs:06d}", "seq": seq, "at": at,
                     "progress": (n % 100) / 100, "interval_s": 5.0, "timeout_s": 12.0}
-            if helper:
+            if helper or gpu:
+                held = [{"id": f"gpu-{n % runs}", "kind": "gpu"}] if gpu else []
                 beat = {k: v for k, v in heartbeat_frame(
-                    phase="running", at=now, **{k: v for k, v in beat.items()
-                                                if k != "at"}).items() if k != "type"}
+                    phase="running", at=now, resources=held,
+                    **{k: v for k, v in beat.items() if k != "at"}).items() if k != "type"}
             beats.append(beat)
             n += 1
         out.append(orjson.dumps({"type": "heartbeats", "beats": beats}).decode())
@@ -98,11 +103,13 @@ def main() -> None:
     ap.add_argument("--general", action="store_true", help="every beat the general way")
     ap.add_argument("--set-order", action="store_true", help="flush in hash order")
     ap.add_argument("--helper", action="store_true", help="beats as irq's helper writes them")
+    ap.add_argument("--gpu", action="store_true", help="the helper's beats, each run holding "
+                    "a GPU")
     args = ap.parse_args()
-    variant = ("general" if args.general else "set-order" if args.set_order
-               else "helper" if args.helper else "default")
-    if args.general and args.helper:
-        variant = "general-helper"
+    form = "gpu" if args.gpu else "helper" if args.helper else ""
+    variant = "-".join(part for part in (
+        "general" if args.general else "set-order" if args.set_order else "", form) if part
+        ) or "default"
 
     hub = (GeneralHub if args.general else Hub)(event_log_size=100_000)
     now = datetime.now(UTC)
@@ -146,11 +153,11 @@ def main() -> None:
         return spent
 
     asyncio.run(feed(frames(args.runs, args.runs // PER_FRAME, 1,
-                            helper=args.helper)))  # first beats: every run bound
+                            helper=args.helper, gpu=args.gpu)))  # first beats: every run bound
     best: dict[str, float] = {}
     seq = 10_000_000
     for _ in range(args.repeat):
-        raws = frames(args.runs, args.frames, seq, helper=args.helper)
+        raws = frames(args.runs, args.frames, seq, helper=args.helper, gpu=args.gpu)
         seq += len(raws) * PER_FRAME
         spent = asyncio.run(feed(raws))
         beats = len(raws) * PER_FRAME

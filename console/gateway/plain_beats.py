@@ -2,17 +2,17 @@
 the same connection is checked and taken in one pass over the decoded item.
 
 At 20,000 beats/s nearly every beat is the same shape as the run's previous one: plain
-fields (strings within their caps, numbers in range, an ISO-8601 time), no resources held, a
-run the index knows, bound to the token that sends it through the same connection, and
-no release check waiting. For such a beat the general path built a model
-(beat_validation.py), checked it against the token and the clock (beat_checks.py) and
-accepted it (agent_beats.py): three calls and two objects for what is, here, a dozen
-comparisons and one ``BeatFacts`` (and the beat in the run's history, if it keeps one).
-Any other item (another shape, a first beat, a beat from another token, one that may be
-stale, one a release check waits for, one that is refused) goes the general way, in its turn
-(``slow``), so a frame's beats are taken in their order and every refusal keeps its message;
-the facts kept are those the general path keeps (tests/unit/test_plain_beats.py holds the
-two paths to that).
+fields (strings within their caps, numbers in range, an ISO-8601 time), no resources held or
+the same ones as its last beat (a GPU held for the whole run), a run the index knows, bound
+to the token that sends it through the same connection, and no release check waiting. For
+such a beat the general path built a model (beat_validation.py), checked it against the
+token and the clock (beat_checks.py) and accepted it (agent_beats.py): three calls and two
+objects for what is, here, a dozen comparisons and one ``BeatFacts`` (and the beat in the
+run's history, if it keeps one). Any other item (another shape, a first beat, a beat from
+another token, one that may be stale, one a release check waits for, one that is refused)
+goes the general way, in its turn (``slow``), so a frame's beats are taken in their order
+and every refusal keeps its message; the facts kept are those the general path keeps
+(tests/unit/test_plain_beats.py holds the two paths to that).
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from console.gateway.protocol import FrameError
 
 if TYPE_CHECKING:
     from console.gateway.auth import Principal
+    from console.model import Resource
 
-#: the fields a plain beat may carry (``resources`` only empty: irq's own helper sends
-#: ``[]`` with every beat; resources held go the general path, each one a model)
+#: the fields a plain beat may carry (``resources``: empty, as irq's own helper sends it with
+#: every beat, or the run's last beat's resources again, field for field; other resources go
+#: the general path, each one a model)
 PLAIN_FIELDS = frozenset({"type", "backend", "context", "native_id", "seq", "at", "progress",
                           "details", "resources", "interval_s", "timeout_s", "in_flight_step",
                           "phase"})
@@ -119,7 +121,7 @@ class PlainBeats:
                     or (details is not _EMPTY and (
                         type(details) is not dict
                         or not all(type(k) is str for k in details)))
-                    or (resources is not None and (type(resources) is not list or resources))):
+                    or (resources is not None and type(resources) is not list)):
                 slow(i, item)
                 continue
             run_id = prefix + native_id
@@ -128,8 +130,14 @@ class PlainBeats:
                     or run_id in checks):
                 slow(i, item)  # a first beat, a binding, maybe stale, a release checked
                 continue
-            if resources is not None:
-                resources = []  # its own list, as the model would make it
+            if resources:
+                held = last.resources
+                if not held or not same_resources(resources, held):
+                    slow(i, item)  # other resources than its last beat's: new models
+                    continue
+                resources = list(held)  # its own list, as the model would make it
+            elif resources is not None:
+                resources = []
             facts[run_id] = BeatFacts(seq, at, progress, resources, interval, timeout, step,
                                       phase, now)
             if run_id in history or len(history) < HISTORY_RUNS or run_id in focused:
@@ -143,6 +151,20 @@ class PlainBeats:
 
 
 _EMPTY: dict[str, Any] = {}
+
+
+def same_resources(raw: list[Any], held: list[Resource]) -> bool:
+    """Does ``raw`` (a beat's resources as decoded) say what ``held`` (its run's last beat's
+    resources, as models) says, field for field? Each item must set the fields its model
+    was given (no more, no fewer: a field left out is its default, which the model may not
+    hold) to the values the model holds; then the model built of it would equal it."""
+    if len(raw) != len(held):
+        return False
+    for item, model in zip(raw, held, strict=True):
+        if type(item) is not dict or item.keys() != model.model_fields_set \
+                or not item.items() <= model.__dict__.items():
+            return False
+    return True
 
 
 def _key(backend: str, context: str | None, key_of: KeyOf,

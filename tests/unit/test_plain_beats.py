@@ -27,7 +27,7 @@ from console.gateway.policy_state import PolicyState
 from console.gateway.protocol import AgentHeartbeats, parse_agent_frame
 from console.gateway.refusals import RefusalLedger
 from console.gateway.settings import GatewaySettings
-from console.model import Run
+from console.model import Resource, Run
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
@@ -139,6 +139,22 @@ def _mixed_frame(seq: int, at: datetime) -> list[Any]:
         _beat(24, seq + 500, later, resources=[{"id": "gpu-1", "kind": "gpu"}]),
         heartbeat_frame(native_id="r25", seq=seq + 500, at=later, progress=0.5, phase="running",
                         interval_s=5.0, context="local"),  # what the helper sends
+        # runs no plain beat above reports (r40-r48), holding resources:
+        # the same in every frame: by hand from the second frame on
+        _beat(40, seq + 500, later, resources=[Resource(id="gpu-2", kind="gpu").contract()]),
+        heartbeat_frame(native_id="r41", seq=seq + 500, at=later, phase="running",
+                        context="local", resources=[{"id": "gpu-3", "kind": "gpu"}]),
+        _beat(42, seq + 500, later, resources=[{"id": "gpu-4"}, {"id": "kv", "kind": "cache",
+                                                                "on_pause": "snapshot"}]),
+        # resources that change from frame to frame: the general path each time
+        _beat(43, seq + 500, later, resources=[
+            {"id": "gpu-5", "state": "released" if seq >= 30_000 else "held"}]),
+        _beat(44, seq + 500, later, resources=[  # released, then left out: held again
+            {"id": "gpu-6", "state": "released"} if seq < 30_000 else {"id": "gpu-6"}]),
+        _beat(45, seq + 500, later, resources=[{"id": "gpu-7", "extra": seq}]),  # ignored
+        _beat(46, seq + 500, later, resources=[{"id": 7 if seq >= 30_000 else "7"}]),
+        _beat(47, seq + 500, later, resources=[{"id": "gpu-8"}] * (1 + seq // 10_000)),
+        _beat(48, seq + 500, later, resources=["gpu-9"]),  # not an object: refused
     ]
     return beats
 
@@ -180,6 +196,22 @@ def test_a_new_connection_of_the_same_token_rebinds_through_the_general_path() -
     gw.frame([_beat(i, 3, NOW) for i in range(10)], AGENT, again)
     assert gw.hub.plain_beats.taken == taken + 10
     assert {f.seq for f in gw.hub.beats.facts.values()} == {3}
+
+
+def test_a_run_holding_the_same_resources_is_taken_by_hand_after_its_first_such_beat() -> None:
+    clock = Clock()
+    gw = Gateway(3, by_hand=True, clock=clock)
+    gpu = {"id": "gpu-0", "kind": "gpu"}
+    gw.frame([_beat(i, 1, NOW, resources=[gpu]) for i in range(3)], AGENT, A)  # binds
+    gw.frame([_beat(i, 2, NOW, resources=[gpu]) for i in range(3)], AGENT, A)
+    taken = gw.hub.plain_beats.taken
+    gw.frame([_beat(i, 3, NOW, resources=[gpu]) for i in range(3)], AGENT, A)
+    assert gw.hub.plain_beats.taken == taken + 3
+    held = gw.hub.beats.facts["dbos:local/r0"].resources
+    assert held == [Resource(id="gpu-0", kind="gpu")]
+    gw.frame([_beat(0, 4, NOW, resources=[{**gpu, "state": "released"}])], AGENT, A)
+    assert gw.hub.plain_beats.taken == taken + 3  # another report: the general path
+    assert gw.hub.runs["dbos:local/r0"].resources[0].state == "released"
 
 
 def test_a_plain_time_is_aware_and_not_ahead_of_the_clock() -> None:
