@@ -104,6 +104,11 @@ class TemporalObserver:
                 del observed.described[wid]
         observed.loss_unasked &= running_ids
 
+        # the task queues before the runs' describes: a few calls a poll (task_queue_pollers.py
+        # caps them), and a queue nobody polls stops every run on it, so the bulk refresh of
+        # heartbeats must not spend the budget they need (with more running workflows than the
+        # budget describes in a poll, it spent all of it and no_workers never came)
+        conditions = await self._pollers.conditions(observed.listed, now)
         chosen = self._choose(running_ids - set(first), now)
         await self._describer.describe_many(chosen)
         gone = await self._look_up_missing(missing, now)
@@ -126,7 +131,6 @@ class TemporalObserver:
             run, _ = self._build(wid, info, now)
             runs.append(run)
         observed.dirty -= set(chosen) | set(first)
-        conditions = await self._pollers.conditions(observed.listed, now)
         return Observation(
             runs=runs,
             interrupts=interrupts,

@@ -269,6 +269,40 @@ async def test_a_queue_nobody_polls_is_a_no_workers_condition_until_a_worker_sta
             child.stop()
 
 
+async def test_queues_nobody_polls_are_reported_when_the_runs_use_up_the_request_budget(
+    temporal_server: DevServer, tmp_path: Path
+) -> None:
+    """More running workflows than the request budget describes in a poll: the refresh of
+    their heartbeats once spent every token and the task queues were never described, so
+    no ``no_workers`` came (benchmarks/alert_polling.py, 50 queues). The queues go first."""
+    tag = uuid.uuid4().hex[:8]
+    queues = [f"starved-{tag}-{k}" for k in range(12)]
+    for k, queue in enumerate(queues):
+        temporal_server.start_workflow(
+            f"w-{queue}", "ThreeSteps", queue, {"counts": str(tmp_path / f"c{k}"), "flag": "/none"}
+        )
+    listed = ", ".join(f"'{q}'" for q in queues)
+    backend = open_backend(
+        temporal_server.backend_url(rps=3, query=f"TaskQueue IN ({listed})", timeout=5,
+                                    poll=0.2),
+        MemoryPauseLedger(),
+    )
+    assert isinstance(backend, TemporalBackend)
+    await backend.start()
+    try:
+        reported: set[str] = set()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(reported) < len(queues):
+            obs = await backend.observe()
+            assert len(obs.runs) >= len(queues)
+            reported |= {c.facts["task_queue"] for c in obs.conditions
+                         if c.kind is AlertKind.NO_WORKERS}
+            await asyncio.sleep(0.2)
+        assert reported == set(queues)
+    finally:
+        await backend.close()
+
+
 def test_an_activity_a_workflow_rule_paused_is_given_up_and_a_manual_pause_is_paused() -> None:
     def run_with(pause_info: dict[str, Any]) -> Run:
         info = {
