@@ -11,8 +11,8 @@ One condition per queue (not per workflow): one missing worker is one thing to f
 the number of workflows waiting for it. Each queue is described at most every ``cache_s``
 seconds, charged to the request budget, at most ``MAX_PER_POLL`` queues per poll (stalest
 first), before the poll refreshes the runs' heartbeats (observer.py: that refresh would
-spend every token of a fleet larger than the budget); the workflow task queue is checked (``TASK_QUEUE_TYPE_WORKFLOW``), which is where a
-workflow with no worker waits first.
+spend every token of a fleet larger than the budget); the workflow task queue is checked
+(``TASK_QUEUE_TYPE_WORKFLOW``), which is where a workflow with no worker waits first.
 """
 
 from __future__ import annotations
