@@ -12,8 +12,9 @@ unanswered pings, connections the gateway closed (by close code), whether the ga
 survived, its RSS before, after a warm-up, at the end; a bystander client that only pings
 (once a second) must never be closed or left unanswered.
 
-Clients are paced under the gateway's budgets (GatewaySettings: frames per connection and per
-identity), so frames reach the parser instead of the rate limiter.
+Clients and agents are paced under the gateway's budgets (GatewaySettings: frames per
+connection and per identity, a large heartbeats frame costing one per 2 KiB), so frames reach
+the parser instead of the rate limiter.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.gateway.agent_channel import BUDGET_BYTES
 from console.gateway.protocol import MAX_FRAME_BYTES
 from console.gateway.settings import GatewaySettings
 from devtools.chaos.fleet import GatewayProcess, make_tokens
@@ -247,35 +249,49 @@ async def _open(url: str, token: str, report: FuzzReport, *, hello: bool = True)
     return _Conn(ws, report)
 
 
+def _budget_cost(channel: str, frame: str | bytes) -> float:
+    """What ``frame`` costs the gateway's frame budget: one, or on ``/agent`` one per
+    BUDGET_BYTES of a large ``heartbeats`` frame (agent_channel.py's rule)."""
+    if channel != "/agent" or len(frame) <= 4096:
+        return 1.0
+    head = frame[:64]
+    heartbeats = (b'"heartbeats"' in head if isinstance(head, bytes) else '"heartbeats"' in head)
+    return max(1.0, len(frame) / BUDGET_BYTES) if heartbeats else 1.0
+
+
 async def _fuzz_connection(conn: _Conn, channel: str, frames: int, rng: random.Random,
-                           report: FuzzReport, cycle_s: float, tag: str) -> None:
+                           report: FuzzReport, rate_per_s: float, tag: str) -> None:
+    """``frames`` fuzzed frames in bursts of PING_EVERY, each followed by a ping; paced to 90 %
+    of ``rate_per_s``, what this connection may spend of the gateway's budgets (by what each
+    frame costs), so frames reach the parser, not the rate limiter."""
     sent = 0
     n = 0
     while sent < frames and conn.close_code is None:
         began = time.monotonic()
         batch = min(PING_EVERY, frames - sent)
+        spent = 1.0  # the ping
         for _ in range(batch):
             frame = fuzz_frame(rng, channel, allow_large=True)
             try:
                 await conn.ws.send(frame)
             except Exception:
                 break
+            spent += _budget_cost(channel, frame)
             sent += 1
             report.frames += 1
             report.by_channel[channel] += 1
         n += 1
         report.pings += 1
-        if cycle_s:  # the ping is frame 501 of a 500-frame burst (per connection, and 3 x 501
-            # of the identity's 1,500): let the buckets refill a few frames' worth first, or
-            # a gateway that parsed the 500 quickly answers it rate_limited
-            await asyncio.sleep(PING_REFILL_S)
+        # the ping comes after the burst: let the buckets refill what the burst spent first
+        # (and a few frames' worth more), or a gateway that parsed it quickly answers the ping
+        # rate_limited (the parser got fast enough for that on /, then on /agent)
+        await asyncio.sleep(max(PING_REFILL_S, spent / (0.9 * rate_per_s)
+                                - (time.monotonic() - began)))
         rtt = await conn.ping(f"{tag}-{n}")
         if rtt is None:
             report.unanswered_pings += 1
         else:
             report.ping_ms_max = max(report.ping_ms_max, rtt * 1000)
-        if sent < frames:  # under the budgets: the buckets refill before the next batch
-            await asyncio.sleep(max(0.0, cycle_s - (time.monotonic() - began)))
     await asyncio.sleep(0.5)  # the last answers
     if conn.close_code is not None:
         report.closed[str(conn.close_code)] += 1
@@ -336,10 +352,13 @@ async def run_fuzz(workdir: Path, *, frames: int = 100_000, seed: int = 13,
         client_conns = client_identities * per_identity
         client_frames = frames // 2
         agent_frames = frames - client_frames
-        # a cycle of PING_EVERY + 1 frames must refill both buckets at 90 % of their rates
-        cycle_s = max((PING_EVERY + 1) / (0.9 * settings.client_frames_per_s),
-                      per_identity * (PING_EVERY + 1)
-                      / (0.9 * settings.client_identity_frames_per_s))
+        # what one connection may spend: its own budget, or its share of its identity's
+        client_rate = min(settings.client_frames_per_s,
+                          settings.client_identity_frames_per_s / per_identity)
+        agent_tokens = len(tokens["agent"])
+        per_agent_token = -(-agent_connections // agent_tokens)
+        agent_rate = min(settings.agent_frames_per_s,
+                         settings.agent_identity_frames_per_s / per_agent_token)
         rng = random.Random(seed)
 
         async def phase(share: float, tag: str) -> None:
@@ -351,11 +370,11 @@ async def run_fuzz(workdir: Path, *, frames: int = 100_000, seed: int = 13,
             for i, (c, n) in enumerate(zip(conns, split(round(client_frames * share),
                                                         client_conns), strict=True)):
                 jobs.append(_fuzz_connection(c, "/", n, random.Random(rng.random()), report,
-                                             cycle_s, f"{tag}c{i}"))
+                                             client_rate, f"{tag}c{i}"))
             for i, (c, n) in enumerate(zip(aconns, split(round(agent_frames * share),
                                                          agent_connections), strict=True)):
                 jobs.append(_fuzz_connection(c, "/agent", n, random.Random(rng.random()),
-                                             report, 0.0, f"{tag}a{i}"))
+                                             report, agent_rate, f"{tag}a{i}"))
             await asyncio.gather(*jobs)
             for c in conns + aconns:
                 await c.close()
