@@ -101,6 +101,7 @@ class RestateBackend:
         await self._http.query("SELECT count(*) AS n FROM sys_service")
 
     async def close(self) -> None:
+        await self._health.close()
         await self._http.close()
 
     def capabilities(self) -> Capabilities:

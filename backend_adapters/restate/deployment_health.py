@@ -8,10 +8,19 @@ for each deployment that holds a ``running`` or ``backing-off`` invocation, irq 
 endpoint itself (``GET {endpoint}discover``, a short timeout, the answer cached a few
 seconds): any HTTP answer means a process serves it; a refused or timed-out connection means
 nobody does. Lambda deployments (``ty`` lambda) are not probed.
+
+A probe runs beside the polls, not inside one: a hung deployment holds the probe for its whole
+timeout, and awaited in the poll that second held every run of the context (a SIGSTOPped
+service: observe took 1.1 s every 5 s, and a backing-off window of Restate's shorter than
+that was not seen at all, so irq said ``running`` for another retry cycle, 12 s:
+benchmarks/restate_hang.py). A poll uses the last answer and starts a new probe when it is
+older than ``cache_s``; the first answer of a deployment comes one poll after its probe.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +57,7 @@ class DeploymentHealth:
         self._timeout_s = probe_timeout_s
         self._cache_s = cache_s
         self._probes: dict[str, _Probe] = {}
+        self._probing: dict[str, asyncio.Task[_Probe]] = {}  # endpoint -> the probe under way
         self._endpoints: dict[str, tuple[str, str]] = {}  # id -> (endpoint, ty)
         self._endpoints_at = 0.0
         self._down_since: dict[str, datetime] = {}
@@ -63,19 +73,36 @@ class DeploymentHealth:
             self._endpoints_at = time.monotonic()
         return self._endpoints
 
-    async def _probe(self, endpoint: str) -> _Probe:
+    def _probe(self, endpoint: str) -> _Probe | None:
+        """The last answer of ``endpoint`` (None: none yet); a new probe is started beside
+        the poll when that answer is older than ``cache_s``."""
         cached = self._probes.get(endpoint)
-        if cached is not None and time.monotonic() - cached.at < self._cache_s:
-            return cached
+        task = self._probing.get(endpoint)
+        if task is not None and task.done():
+            del self._probing[endpoint]
+            cached = self._probes[endpoint] = task.result()
+        if task is None and (cached is None or time.monotonic() - cached.at >= self._cache_s):
+            self._probing[endpoint] = asyncio.create_task(
+                self._ask(endpoint), name=f"irq-restate-probe-{endpoint}")
+        return cached
+
+    async def _ask(self, endpoint: str) -> _Probe:
         url = endpoint if endpoint.endswith("/") else endpoint + "/"
         try:
             async with httpx.AsyncClient(timeout=self._timeout_s) as client:
                 await client.get(url + "discover")
-            probe = _Probe(True, "", time.monotonic())
+            return _Probe(True, "", time.monotonic())
         except httpx.HTTPError as exc:
-            probe = _Probe(False, f"{type(exc).__name__}: {exc}"[:200], time.monotonic())
-        self._probes[endpoint] = probe
-        return probe
+            return _Probe(False, f"{type(exc).__name__}: {exc}"[:200], time.monotonic())
+
+    async def close(self) -> None:
+        """Cancel the probes under way (the adapter is closing)."""
+        for task in self._probing.values():
+            task.cancel()
+        for task in self._probing.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._probing.clear()
 
     async def conditions(self, runs: list[Run]) -> list[Condition]:
         """One ``no_workers`` condition per deployment that holds invocations in flight
@@ -93,7 +120,9 @@ class DeploymentHealth:
             endpoint, ty = deployments.get(dp_id, ("", ""))
             if not endpoint or ty == "lambda":
                 continue
-            probe = await self._probe(endpoint)
+            probe = self._probe(endpoint)
+            if probe is None:
+                continue  # its first answer comes with a later poll
             if probe.answers:
                 self._down_since.pop(dp_id, None)
                 continue
