@@ -82,10 +82,9 @@ class LiveRunGroups:
         else:
             self.progress.mark(run_id, run.progress, now)
         before = self._filed.get(run_id)
-        if before is None and run.retrying is None and not run.resources \
-                and run.state is not _GIVEN_UP and run.state is not _PAUSED:
-            return  # the common case, in a few reads: in no group, and in none before
         names = _groups_of(run)
+        if before is None and not names:
+            return  # the common case: in no group, and in none before
         for name in before or ():
             if name not in names:
                 del getattr(self, name)[run_id]

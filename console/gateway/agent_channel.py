@@ -42,6 +42,15 @@ log = logging.getLogger("irq.gateway")
 BUDGET_BYTES = 2048  # a heartbeats frame costs one budget frame per 2 KiB (about ten beats)
 
 
+def frame_cost(raw: str | bytes) -> float:
+    """What an agent frame costs its connection's and its token's frame budgets: one, or a
+    large ``heartbeats`` frame one per BUDGET_BYTES (a batch of beats is many frames' worth)."""
+    if len(raw) > 4096 and (b'"heartbeats"' in raw[:64] if isinstance(raw, bytes)
+                            else '"heartbeats"' in raw[:64]):
+        return max(1.0, len(raw) / BUDGET_BYTES)
+    return 1.0
+
+
 class AgentChannel:
     """Every open ``/agent`` connection, and what each one's frames do to the hub."""
 
@@ -105,10 +114,7 @@ class AgentChannel:
     async def _frames(self, ws: GatewaySocket, who: Principal, reporter: Reporter,
                       budget: TokenBucket, told_limited: float) -> None:
         async for raw in ws:
-            cost = 1.0
-            if len(raw) > 4096 and (b'"heartbeats"' in raw[:64] if isinstance(raw, bytes)
-                                    else '"heartbeats"' in raw[:64]):
-                cost = max(1.0, len(raw) / BUDGET_BYTES)
+            cost = frame_cost(raw)
             if not (budget.take(cost) and self.token_budget.take(who.token_id, cost)):
                 self.counters["agent_rate_limited"] += 1
                 self.counts.refused("agent")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.gateway.agent_channel import BUDGET_BYTES
+from console.gateway.agent_channel import frame_cost
 from console.gateway.protocol import MAX_FRAME_BYTES
 from console.gateway.settings import GatewaySettings
 from devtools.chaos.fleet import GatewayProcess, make_tokens
@@ -249,16 +249,6 @@ async def _open(url: str, token: str, report: FuzzReport, *, hello: bool = True)
     return _Conn(ws, report)
 
 
-def _budget_cost(channel: str, frame: str | bytes) -> float:
-    """What ``frame`` costs the gateway's frame budget: one, or on ``/agent`` one per
-    BUDGET_BYTES of a large ``heartbeats`` frame (agent_channel.py's rule)."""
-    if channel != "/agent" or len(frame) <= 4096:
-        return 1.0
-    head = frame[:64]
-    heartbeats = (b'"heartbeats"' in head if isinstance(head, bytes) else '"heartbeats"' in head)
-    return max(1.0, len(frame) / BUDGET_BYTES) if heartbeats else 1.0
-
-
 async def _fuzz_connection(conn: _Conn, channel: str, frames: int, rng: random.Random,
                            report: FuzzReport, rate_per_s: float, tag: str) -> None:
     """``frames`` fuzzed frames in bursts of PING_EVERY, each followed by a ping; paced to 90 %
@@ -276,7 +266,8 @@ async def _fuzz_connection(conn: _Conn, channel: str, frames: int, rng: random.R
                 await conn.ws.send(frame)
             except Exception:
                 break
-            spent += _budget_cost(channel, frame)
+            # a client frame costs one; an agent frame what the gateway charges for it
+            spent += frame_cost(frame) if channel == "/agent" else 1.0
             sent += 1
             report.frames += 1
             report.by_channel[channel] += 1
