@@ -43,20 +43,21 @@ async def test_a_hung_deployment_never_holds_a_poll() -> None:
     health = DeploymentHealth(Deployments(endpoint), context="local",  # type: ignore[arg-type]
                               probe_timeout_s=0.6, cache_s=5.0)
     try:
-        polls: list[float] = []
+        # the first poll starts the probe and returns without its answer (awaited, the
+        # probe's whole timeout would have passed inside it and the poll found the condition)
+        assert await health.conditions([_run()]) == []
+        polls = 1
         found: list[object] = []
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 10  # a bound on the wait, not a measure of it
         while not found and time.monotonic() < deadline:
-            began = time.monotonic()
-            found = await health.conditions([_run()])
-            polls.append(time.monotonic() - began)
             await asyncio.sleep(0.1)
+            found = await health.conditions([_run()])
+            polls += 1
         assert found, "no no_workers condition for the hung deployment"
         [cond] = found
         assert cond.kind is AlertKind.NO_WORKERS  # type: ignore[attr-defined]
         assert "dp_1" in cond.subject  # type: ignore[attr-defined]
-        assert len(polls) > 3  # it came once the probe had timed out, polls later
-        assert max(polls) < 0.3, polls  # no poll waited for the 0.6 s probe
+        assert polls > 1  # it came with a later poll, once the probe had timed out
     finally:
         await health.close()
         hung.close()
