@@ -82,6 +82,7 @@ bench-profile: $(STAMP)
 	$(BIN)/python benchmarks/gateway_ingest.py --set-order
 	$(BIN)/python benchmarks/gateway_ingest.py --gpu  # beats reporting a GPU held
 	$(BIN)/python benchmarks/gateway_ingest.py --gpu --general
+	$(BIN)/python benchmarks/beat_floor.py  # the least a beat can cost, and the baseline's own
 
 # agents waiting in their backend's own idiom (no irq import), 1,000 of them per backend: how
 # soon each wait shows up in the inbox and what polling costs (about 2-3 minutes each)

@@ -195,6 +195,19 @@ def _watch_stalls(path: Path, stall_s: float = 0.1) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def baseline_events(raw: str | bytes, seq: int, pending: list[bytes]) -> int:
+    """The baseline's work for one agent frame: decoded, each beat made the same compact
+    ``beat`` event the gateway sends (appended to ``pending``); returns the last seq.
+    ``benchmarks/beat_floor.py`` times the same function in process."""
+    frame = orjson.loads(raw)
+    for beat in frame.get("beats", ()):
+        seq += 1
+        pending.append(orjson.dumps({"seq": seq, "kind": "beat", "data": {
+            "id": f"{beat['backend']}:{beat['context']}/{beat['native_id']}",
+            "heartbeat_at": beat["at"], "progress": beat["progress"]}}))
+    return seq
+
+
 def _serve_baseline(port: int) -> None:
     """Plain websockets, no hub: each agent frame is decoded, each beat becomes the same
     compact ``beat`` event the gateway sends, and every 100 ms one ``events`` frame goes to
@@ -208,12 +221,7 @@ def _serve_baseline(port: int) -> None:
     async def handle(ws: Any) -> None:
         if ws.request.path.startswith("/agent"):
             async for raw in ws:
-                frame = orjson.loads(raw)
-                for beat in frame.get("beats", ()):
-                    seq[0] += 1
-                    pending.append(orjson.dumps({"seq": seq[0], "kind": "beat", "data": {
-                        "id": f"{beat['backend']}:{beat['context']}/{beat['native_id']}",
-                        "heartbeat_at": beat["at"], "progress": beat["progress"]}}))
+                seq[0] = baseline_events(raw, seq[0], pending)
             return
         clients.add(ws)
         try:
