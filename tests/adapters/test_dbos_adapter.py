@@ -404,10 +404,14 @@ async def test_the_pause_mark_goes_once_a_poll_read_the_run_resumed(dbos_worker,
     await first.start()
     await restarted.start()
     try:
-        wids = [dbos_worker.enqueue(plan(step("a", 1.0), step("b", 5.0))) for _ in range(2)]
-        for wid in wids:
+        wids = []
+        # one after the other: enqueued together, the worker may run the second first and
+        # finish it while the first is awaited, and it is never seen in a step
+        for _ in range(2):
+            wid = dbos_worker.enqueue(plan(step("a", 1.0), step("b", 5.0)))
             await run_where(first, wid, waiter, lambda r: r.in_flight_step in ("a", "b"))
             await first.pause(wid, reason="hold", identity="alice")
+            wids.append(wid)
         cancelled, resumed = wids
         # resumed by the first gateway, which stops before its next poll; the restarted one
         # first sees it running and clears the mark
