@@ -2,7 +2,9 @@
 
 Each action first writes ``irq.intent`` on the workflow (who, why, which action) so the agent
 and every gateway read the same meaning of a CANCELLED status; the pause ledger is only
-touched on the event-loop side.
+touched on the event-loop side. A resume leaves the pause mark for the observer to clear
+(pause_ends.py): a poll that read the row between the intent write and ``resume_workflow``
+must still map it as paused.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from datetime import UTC, datetime
 from backend_adapters.base import ActionOutcome, Conflict, PauseLedger, Unsupported
 from backend_adapters.dbos.conventions import ACTIVE_STATUSES, ATTR_INTENT
 from backend_adapters.dbos.mapping import BACKEND, attributes_of, needs_cleanup, paused_by_irq
+from backend_adapters.dbos.pause_ends import PauseEnds
 from backend_adapters.dbos.system_database import SystemDatabase
 from backend_adapters.run_records import Intent, IntentAction
 from console.model import Run
@@ -20,9 +23,12 @@ from console.model import Run
 class DBOSActions:
     """The operator's actions on one system database's workflows."""
 
-    def __init__(self, database: SystemDatabase, ledger: PauseLedger, *, context: str) -> None:
+    def __init__(
+        self, database: SystemDatabase, ledger: PauseLedger, ends: PauseEnds, *, context: str
+    ) -> None:
         self._database = database
         self._ledger = ledger
+        self._ends = ends
         self._context = context
 
     def run_id(self, native_id: str) -> str:
@@ -71,7 +77,7 @@ class DBOSActions:
             reason=reason,
             ledger_paused=self._ledger.is_paused(run_id),
         )
-        self._ledger.mark_paused(run_id, True)
+        self._ends.paused(run_id)
         return ActionOutcome(detail=detail, operations=operations)
 
     def _resume_sync(
@@ -120,7 +126,9 @@ class DBOSActions:
             ledger_paused=self._ledger.is_paused(run_id),
             lost=lost,
         )
-        self._ledger.mark_paused(run_id, False)
+        # not cleared here: a poll may have read the row (CANCELLED, intent resume) before
+        # resume_workflow and map it after this returns; the mark is all that says paused
+        self._ends.resumed(run_id)
         return ActionOutcome(detail=detail, operations=operations)
 
     def _cancel_sync(
@@ -167,6 +175,8 @@ class DBOSActions:
             reason=reason,
             ledger_paused=self._ledger.is_paused(run_id),
         )
+        # cleared at once: irq.intent=cancel, written before any status change, decides
+        # without the mark (paused_by_irq), so no read can depend on it any more
         self._ledger.mark_paused(run_id, False)
         return ActionOutcome(detail=detail, operations=operations)
 

@@ -24,6 +24,7 @@ from backend_adapters.dbos.location import DatabaseLocation, locate
 from backend_adapters.dbos.mapping import BACKEND
 from backend_adapters.dbos.native_delivery import NativeMessageDelivery
 from backend_adapters.dbos.observer import DBOSObserver
+from backend_adapters.dbos.pause_ends import PauseEnds
 from backend_adapters.dbos.retry import DBOSRetry
 from backend_adapters.dbos.system_database import SystemDatabase
 from backend_adapters.registry import BackendURL
@@ -53,16 +54,18 @@ class DBOSBackend:
         self.url = location.display
         self.poll_interval_s = poll_interval_s
         self._database = SystemDatabase(location, context=context, call_timeout_s=call_timeout_s)
+        ends = PauseEnds(ledger, context=context)  # a resume's mark goes once a poll read it
         self._observer = DBOSObserver(
             self._database,
             ledger,
+            ends,
             context=context,
             lookback_s=lookback_s,
             finished_limit=finished_limit,
             rescan_s=rescan_s,
             no_workers_s=no_workers_s,
         )
-        self._actions = DBOSActions(self._database, ledger, context=context)
+        self._actions = DBOSActions(self._database, ledger, ends, context=context)
         self._decisions = DBOSDecisionDelivery(self._database, ledger, context=context)
         self._messages = NativeMessageDelivery(self._database)
         self._retry = DBOSRetry(self._database)

@@ -33,6 +33,7 @@ from backend_adapters.dbos.mapping import (
     run_from_status,
 )
 from backend_adapters.dbos.native_waits import is_helper_wait, message_interrupt, wait_notes
+from backend_adapters.dbos.pause_ends import PauseEnds
 from backend_adapters.dbos.queue_health import NO_WORKERS_S, QueueHealth, recovery_retry
 from backend_adapters.dbos.system_database import LIST, SystemDatabase
 from backend_adapters.dbos.system_tables import PendingRecv, event_values, pending_recvs
@@ -63,6 +64,7 @@ class DBOSObserver:
         self,
         database: SystemDatabase,
         ledger: PauseLedger,
+        ends: PauseEnds,
         *,
         context: str,
         lookback_s: float,
@@ -73,6 +75,7 @@ class DBOSObserver:
         self._database = database
         self._queues = QueueHealth(context, threshold_s=no_workers_s)
         self._ledger = ledger
+        self._ends = ends
         self._context = context
         self._lookback_s = lookback_s
         self._finished_limit = finished_limit
@@ -222,7 +225,10 @@ class DBOSObserver:
         now = time.time()
         since_ms = self._watermark_ms or int((now - self._lookback_s) * 1000)
         rescan = now - self._last_rescan >= self._rescan_s
+        self._ends.read_begins()
         listing = await self._database.call(self._list_sync, since_ms, rescan, self._settling())
+        # before mapping: a run resumed before this read and cancelled since is cancelled
+        self._ends.read_done(listing.active)
         if rescan:
             self._last_rescan = now
         self._remember(listing)

@@ -8,6 +8,8 @@ push are the evidence for what ran and what was released.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -323,6 +325,130 @@ async def test_resume_refuses_a_live_pending_run_unless_lost(backend, dbos_worke
     with pytest.raises(Conflict, match="runs? .*twice|twice"):
         await backend.resume(wid, reason="oops", identity="alice")
     await backend.cancel(wid, reason="cleanup", identity="alice")
+
+
+async def test_a_poll_that_read_the_row_mid_resume_shows_paused_not_cancelled(
+    dbos_worker, waiter, monkeypatch
+):
+    """A resume writes irq.intent=resume, then calls resume_workflow: a poll that read the
+    row between the two (CANCELLED, intent resume) and maps it after the resume returned
+    showed the paused run as cancelled (terminal; ``irq resume --wait`` said "ended
+    cancelled" once in CI). Both are held here at those points, in that order."""
+    ledger = MemoryPauseLedger()
+    backend = open_backend(f"dbos+sqlite:///{dbos_worker.db}?poll=0.5", ledger)
+    assert isinstance(backend, DBOSBackend)
+    await backend.start()
+    try:
+        wid = dbos_worker.enqueue(plan(step("a", 2.0), step("b", 5.0)))
+        await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "a")
+        await backend.pause(wid, reason="hold", identity="alice")
+        await run_where(backend, wid, waiter, lambda r: r.details.get("agent_phase") == "paused")
+
+        client = await backend._database.call(backend._database.connected)
+        at_resume, go_resume = threading.Event(), threading.Event()
+        resume_workflow = client.resume_workflow
+
+        def held_resume(workflow_id: str) -> Any:
+            at_resume.set()  # irq.intent=resume is written
+            assert go_resume.wait(30)
+            return resume_workflow(workflow_id)
+
+        monkeypatch.setattr(client, "resume_workflow", held_resume)
+        resuming = asyncio.create_task(backend.resume(wid, reason="go", identity="alice"))
+        await waiter(at_resume.is_set)
+
+        observer = backend._observer
+        listed, go_map = threading.Event(), threading.Event()
+        list_sync = observer._list_sync
+
+        def held_list(*args: Any) -> Any:
+            listing = list_sync(*args)
+            listed.set()
+            assert go_map.wait(30)
+            return listing
+
+        monkeypatch.setattr(observer, "_list_sync", held_list)
+        polling = asyncio.create_task(backend.observe())
+        await waiter(listed.is_set)  # the poll read the row: CANCELLED, intent resume
+        go_resume.set()
+        await resuming  # resume_workflow applied and the action returned
+        go_map.set()
+        run = next(r for r in (await polling).runs if r.native_id == wid)
+        assert run.native_state == "CANCELLED" and run.details["intent"]["action"] == "resume"
+        assert run.state is RunState.PAUSED
+        assert (await backend.get_run(wid)).state is RunState.RUNNING
+
+        # the next poll reads it running; the pause mark is gone with it
+        seen = await waiter(lambda: observed_in(backend, wid, RunState.RUNNING))
+        assert seen.native_state in ("ENQUEUED", "PENDING")
+        assert not ledger.is_paused(seen.id)
+
+        # cancelled directly through DBOS (irq.intent stays resume): cancelled, not paused
+        await asyncio.to_thread(cancel_directly, dbos_worker.url, wid)
+        run = await backend.get_run(wid)
+        assert run.state is RunState.CANCELLED and run.details["intent"]["action"] == "resume"
+        seen, _ = await observed(backend, wid)
+        assert seen is not None and seen.state is RunState.CANCELLED
+    finally:
+        await backend.close()
+
+
+async def test_the_pause_mark_goes_once_a_poll_read_the_run_resumed(dbos_worker, waiter):
+    """The two ways the mark goes: this gateway's resume applied before a poll read the run
+    (here cancelled directly through DBOS before any poll saw it running), and a gateway
+    (restarted: same ledger, fresh adapter) first seeing a resumed run active."""
+    ledger = MemoryPauseLedger()
+    url = f"dbos+sqlite:///{dbos_worker.db}?poll=0.5"
+    first, restarted = open_backend(url, ledger), open_backend(url, ledger)
+    assert isinstance(first, DBOSBackend) and isinstance(restarted, DBOSBackend)
+    await first.start()
+    await restarted.start()
+    try:
+        wids = []
+        # one after the other: enqueued together, the worker may run the second first and
+        # finish it while the first is awaited, and it is never seen in a step
+        for _ in range(2):
+            wid = dbos_worker.enqueue(plan(step("a", 1.0), step("b", 5.0)))
+            await run_where(first, wid, waiter, lambda r: r.in_flight_step in ("a", "b"))
+            await first.pause(wid, reason="hold", identity="alice")
+            wids.append(wid)
+        cancelled, resumed = wids
+        # resumed by the first gateway, which stops before its next poll; the restarted one
+        # first sees it running and clears the mark
+        await first.resume(resumed, reason="go", identity="alice")
+        assert ledger.is_paused(first.run_id(resumed))  # until a poll read it resumed
+        await waiter(lambda: observed_in(restarted, resumed, RunState.RUNNING))
+        assert not ledger.is_paused(first.run_id(resumed))
+        await asyncio.to_thread(cancel_directly, dbos_worker.url, resumed)
+        assert (await restarted.get_run(resumed)).state is RunState.CANCELLED
+
+        # resumed, then cancelled directly through DBOS before any poll saw it running
+        await first.resume(cancelled, reason="go", identity="alice")
+        assert ledger.is_paused(first.run_id(cancelled))
+        await asyncio.to_thread(cancel_directly, dbos_worker.url, cancelled)
+        run = await first.get_run(cancelled)
+        assert run.native_state == "CANCELLED" and run.details["intent"]["action"] == "resume"
+        seen, _ = await observed(first, cancelled)  # its first poll: the resume applied
+        assert seen is not None and seen.state is RunState.CANCELLED
+        assert not ledger.is_paused(seen.id)
+    finally:
+        await first.close()
+        await restarted.close()
+
+
+async def observed_in(backend: DBOSBackend, wid: str, state: RunState) -> Run | None:
+    run, _ = await observed(backend, wid)
+    return run if run is not None and run.state is state else None
+
+
+def cancel_directly(url: str, wid: str) -> None:
+    from dbos import DBOSClient
+
+    client = DBOSClient(system_database_url=url)
+    try:
+        client.cancel_workflow(wid)
+    finally:
+        client.destroy()
 
 
 # ------------------------------------------------------------------------------- cancel
