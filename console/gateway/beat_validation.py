@@ -16,7 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from console.gateway.agent_heartbeat import (
+    MAX_BACKEND,
+    MAX_CONTEXT,
     MAX_INTERVAL_S,
+    MAX_NAME,
     MAX_SEQ,
     MAX_TIMEOUT_S,
     PHASES,
@@ -76,12 +79,12 @@ def fast_beat(item: dict[str, Any]) -> AgentHeartbeat | None:
         return None
     backend = get("backend")
     native_id = get("native_id")
-    if type(backend) is not str or not 0 < len(backend) <= 32:
+    if type(backend) is not str or not 0 < len(backend) <= MAX_BACKEND:
         return None
-    if type(native_id) is not str or not 0 < len(native_id) <= 512:
+    if type(native_id) is not str or not 0 < len(native_id) <= MAX_NAME:
         return None
     context = get("context")
-    if context is not None and (type(context) is not str or len(context) > 128):
+    if context is not None and (type(context) is not str or len(context) > MAX_CONTEXT):
         return None
     seq = get("seq", 0)
     if type(seq) is not int or not 0 <= seq <= MAX_SEQ:
@@ -109,7 +112,7 @@ def fast_beat(item: dict[str, Any]) -> AgentHeartbeat | None:
         if timeout is None:
             return None
     step = get("in_flight_step")
-    if step is not None and (type(step) is not str or len(step) > 512):
+    if step is not None and (type(step) is not str or len(step) > MAX_NAME):
         return None
     phase = get("phase", "running")
     if type(phase) is not str or phase not in PHASES:

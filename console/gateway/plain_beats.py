@@ -22,21 +22,27 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from console.gateway.agent_beats import HISTORY_RUNS, AgentBeats, BeatFacts, Reporter
-from console.gateway.agent_heartbeat import MAX_INTERVAL_S, MAX_SEQ, MAX_TIMEOUT_S, PHASES
+from console.gateway.agent_heartbeat import (
+    MAX_BACKEND,
+    MAX_CONTEXT,
+    MAX_INTERVAL_S,
+    MAX_NAME,
+    MAX_SEQ,
+    MAX_TIMEOUT_S,
+    PHASES,
+)
 from console.gateway.beat_checks import ahead_of_clock
-from console.gateway.beat_validation import iso_time
+from console.gateway.beat_validation import FAST_FIELDS, iso_time
 from console.gateway.protocol import FrameError
 
 if TYPE_CHECKING:
     from console.gateway.auth import Principal
     from console.model import Resource
 
-#: the fields a plain beat may carry (``resources``: empty, as irq's own helper sends it with
-#: every beat, or the run's last beat's resources again, field for field; other resources go
-#: the general path, each one a model)
-PLAIN_FIELDS = frozenset({"type", "backend", "context", "native_id", "seq", "at", "progress",
-                          "details", "resources", "interval_s", "timeout_s", "in_flight_step",
-                          "phase"})
+#: the fields a plain beat may carry: those of beat_validation's hand path (``resources``:
+#: empty, as irq's own helper sends it with every beat, or here also the run's last beat's
+#: resources again, field for field; other resources go the general path, each one a model)
+PLAIN_FIELDS = FAST_FIELDS
 _PHASES = frozenset(PHASES)
 _NOT_PLAIN = ("", "", "", False)  # a backend/context pair the general path answers for
 
@@ -83,7 +89,7 @@ class PlainBeats:
             get = item.get
             backend, context, native_id = get("backend"), get("context"), get("native_id")
             if (type(backend) is not str or type(native_id) is not str
-                    or not 0 < len(native_id) <= 512
+                    or not 0 < len(native_id) <= MAX_NAME
                     or (context is not None and type(context) is not str)):
                 slow(i, item)
                 continue
@@ -116,7 +122,7 @@ class PlainBeats:
                         type(interval) is float and 0.0 < interval <= MAX_INTERVAL_S))
                     or (timeout is not None and not (
                         type(timeout) is float and 0.0 < timeout <= MAX_TIMEOUT_S))
-                    or (step is not None and (type(step) is not str or len(step) > 512))
+                    or (step is not None and (type(step) is not str or len(step) > MAX_NAME))
                     or type(phase) is not str or phase not in _PHASES
                     or (details is not _EMPTY and (
                         type(details) is not dict
@@ -172,7 +178,8 @@ def _key(backend: str, context: str | None, key_of: KeyOf,
     """The run id prefix of a backend and context, the backend and context its key names
     (for the token's scope) and whether the token may report for every run there (an
     unscoped agent token); ``_NOT_PLAIN`` when the general path must answer."""
-    if not 0 < len(backend) <= 32 or (context is not None and len(context) > 128):
+    if not 0 < len(backend) <= MAX_BACKEND or (context is not None
+                                              and len(context) > MAX_CONTEXT):
         return _NOT_PLAIN
     try:
         key = key_of(backend, context)
