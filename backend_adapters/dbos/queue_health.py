@@ -43,8 +43,10 @@ dispatch" (:func:`~backend_adapters.dbos.system_tables.stepped_since_dispatch`, 
 statement per poll for the recovered PENDING workflows only) is progress since the
 recovery, with no state kept across polls or restarts of irq. Comparing a row's start,
 not its completion, with the floored dispatch time keeps a step that completed before the
-crash from counting (the re-run step starts after the dispatch); a database clock ahead
-of the workers' only delays the clearing by that much.
+crash from counting (only a step started within the second before a restart that
+recovered it at once could). The two clocks differ on PostgreSQL: a database clock ahead
+of the workers' delays the clearing by that much; one behind them by more than a restart
+takes could count a step started before the crash.
 """
 
 from __future__ import annotations
