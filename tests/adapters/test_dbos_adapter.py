@@ -569,10 +569,11 @@ async def test_a_recovered_run_is_retrying_until_it_completes_a_step_after_the_r
         assert "no step completed since its latest dispatch" in again.retrying.last_error
         assert (await backend.get_run(wid)).retrying == again.retrying
 
-        # "two" completes after the recovery: the run moved on while it still runs
-        moved = await polled(lambda r: executions(worker, wid, "three") == 1)
+        # "two" completes after the recovery (its row is journaled before "three" starts and
+        # marks itself in flight): the run moved on while it still runs
+        moved = await polled(lambda r: r.in_flight_step == "three")
         assert moved.state is RunState.RUNNING and moved.native_state == "PENDING"
-        assert moved.in_flight_step == "three" and moved.attempt == 2
+        assert moved.attempt == 2 and executions(worker, wid, "three") == 1
         assert moved.retrying is None
         assert (await backend.get_run(wid)).retrying is None
     finally:
