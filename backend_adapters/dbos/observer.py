@@ -34,9 +34,19 @@ from backend_adapters.dbos.mapping import (
 )
 from backend_adapters.dbos.native_waits import is_helper_wait, message_interrupt, wait_notes
 from backend_adapters.dbos.pause_ends import PauseEnds
-from backend_adapters.dbos.queue_health import NO_WORKERS_S, QueueHealth, recovery_retry
+from backend_adapters.dbos.queue_health import (
+    NO_WORKERS_S,
+    QueueHealth,
+    recovered,
+    recovery_retry,
+)
 from backend_adapters.dbos.system_database import LIST, SystemDatabase
-from backend_adapters.dbos.system_tables import PendingRecv, event_values, pending_recvs
+from backend_adapters.dbos.system_tables import (
+    PendingRecv,
+    event_values,
+    pending_recvs,
+    stepped_since_dispatch,
+)
 from console.model import Interrupt, JournalStep, Run
 
 #: a cancelled run's agent may report its release this long after the cancel
@@ -209,13 +219,20 @@ class DBOSObserver:
             return False
         return paused_by_irq(status, self._ledger.is_paused(self.run_id(status.workflow_id)))
 
-    def _to_run(self, status: WorkflowStatus, event: Any) -> tuple[Run, Interrupt | None]:
+    def _stepped_sync(self, workflow_ids: list[str]) -> set[str]:
+        return stepped_since_dispatch(self._database.connected(), workflow_ids)
+
+    def _to_run(
+        self, status: WorkflowStatus, event: Any, *, stepped: bool = False, waiting: bool = False
+    ) -> tuple[Run, Interrupt | None]:
+        """``stepped`` / ``waiting``: a recovered run moved on since its latest dispatch, or
+        waits in a recv (then it is not retrying: queue_health.py)."""
         run_id = self.run_id(status.workflow_id)
         interrupt = interrupt_from_payload(event, run_id=run_id)
         run = run_from_status(
             status, context=self._context, paused=self._is_paused(status), interrupt=interrupt
         )
-        run.retrying = run.retrying or recovery_retry(status)
+        run.retrying = run.retrying or recovery_retry(status, stepped=stepped, waiting=waiting)
         if event is not None and interrupt is None:
             run.warnings.append(f"malformed {EVENT_INTERRUPT} event: {str(event)[:200]}")
         return run, interrupt
@@ -243,21 +260,27 @@ class DBOSObserver:
         parked = [s.workflow_id for s in statuses if self._may_wait_natively(s)]
         waits = await self._database.call(self._waits_sync, parked) if parked else {}
         failures = await self._failures(statuses)
+        # few: only PENDING runs DBOS recovered, in one statement
+        again = [s.workflow_id for s in statuses if recovered(s)]
+        stepped = await self._database.call(self._stepped_sync, again) if again else set()
         observation = Observation(
             conditions=self._queues.conditions([*listing.active, *listing.finished])
         )
         for status in statuses:
-            run, interrupt = self._to_run(status, events.get(status.workflow_id))
-            _add_failure(run, failures.get(status.workflow_id))
-            interrupt = interrupt or self._add_native_wait(
-                run, status, waits.get(status.workflow_id)
+            wid = status.workflow_id
+            run, interrupt = self._to_run(
+                status, events.get(wid), stepped=wid in stepped, waiting=wid in waits
             )
+            _add_failure(run, failures.get(wid))
+            interrupt = interrupt or self._add_native_wait(run, status, waits.get(wid))
             observation.runs.append(run)
             if interrupt is not None:
                 observation.interrupts.append(interrupt)
         return observation
 
-    def _run_sync(self, native_id: str) -> tuple[WorkflowStatus, Any, PendingRecv | None]:
+    def _run_sync(
+        self, native_id: str
+    ) -> tuple[WorkflowStatus, Any, PendingRecv | None, bool]:
         status = self._database.status(native_id)
         event = None
         wait = None
@@ -266,14 +289,16 @@ class DBOSObserver:
                 native_id, EVENT_INTERRUPT, timeout_seconds=0
             )
             wait = pending_recvs(self._database.connected(), [native_id]).get(native_id)
-        return status, event, wait
+        stepped = recovered(status) and bool(self._stepped_sync([native_id]))
+        return status, event, wait, stepped
 
     async def get_run(self, native_id: str) -> Run:
-        status, event, wait = await self._database.call(self._run_sync, native_id)
+        status, event, wait, stepped = await self._database.call(self._run_sync, native_id)
+        waiting = wait is not None
         if status.status == "CANCELLED" and not self._is_paused(status):
             event = None  # a cancelled run's leftover interrupt can no longer be decided
             wait = None
-        run, interrupt = self._to_run(status, event)
+        run, interrupt = self._to_run(status, event, stepped=stepped, waiting=waiting)
         if interrupt is None and self._may_wait_natively(status):
             self._add_native_wait(run, status, wait)
         _add_failure(run, (await self._failures([status])).get(native_id))

@@ -1,5 +1,6 @@
 """Alert facts a DBOS system database shows without any agent's help (dbos 3.4.0):
-``no_workers`` for a queue whose work nobody takes, and recovery attempts as ``retrying``.
+``no_workers`` for a queue whose work nobody takes, and a recovered workflow that has not
+moved on since as ``retrying``.
 
 **No workers.** DBOS keeps no executor heartbeats in the system database: a process that
 listens on a queue leaves no row saying so. What the ``workflow_status`` table does show is
@@ -21,8 +22,31 @@ and records nothing per attempt: only a log line and an OpenTelemetry span event
 show step attempts. What the table records is ``recovery_attempts``: each dispatch of the
 workflow (its first run counts 1; every recovery after its executor stopped adds 1; DBOS
 gives up past ``max_recovery_attempts``, 100 unless the workflow sets it, as
-MAX_RECOVERY_ATTEMPTS_EXCEEDED). A PENDING workflow on its second dispatch or later is
-retrying in DBOS's sense: :func:`recovery_retry` reports it as ``Run.retrying``.
+MAX_RECOVERY_ATTEMPTS_EXCEEDED). A recovered workflow is retrying in DBOS's sense only
+until it gets past the point where its executor stopped: :func:`recovery_retry` reports a
+PENDING workflow on its second dispatch or later as ``Run.retrying`` while no operation of
+it was journaled after its latest dispatch, and while it is not parked in a recv. Without
+that, one restart (a deploy) would leave every long-running workflow ``retrying`` for the
+rest of its life.
+
+Measured (dbos 3.4.0, SQLite, a worker SIGKILLed mid-step and started again): the
+dispatch time is ``workflow_status.started_at_epoch_ms`` (``WorkflowStatus.dequeued_at``):
+recovery re-enqueues the row (ENQUEUED, ``started_at_epoch_ms`` null) and the dequeue sets
+it to the database's clock in the same statement that adds 1 to ``recovery_attempts``
+(second precision on SQLite under Python < 3.12: floored). ``updated_at`` is no dispatch
+time: it also moves on every attribute write (irq's step markers, twice a step) and on the
+re-enqueue. ``operation_outputs`` holds one row per journaled operation, written when it
+completes (none for the step in flight), ``started_at_epoch_ms`` and
+``completed_at_epoch_ms`` from the worker's clock; replayed steps write nothing and
+attribute writes (through a DBOSClient) add no rows. So "a row started at or after the
+dispatch" (:func:`~backend_adapters.dbos.system_tables.stepped_since_dispatch`, one
+statement per poll for the recovered PENDING workflows only) is progress since the
+recovery, with no state kept across polls or restarts of irq. Comparing a row's start,
+not its completion, with the floored dispatch time keeps a step that completed before the
+crash from counting (only a step started within the second before a restart that
+recovered it at once could). The two clocks differ on PostgreSQL: a database clock ahead
+of the workers' delays the clearing by that much; one behind them by more than a restart
+takes could count a step started before the crash.
 """
 
 from __future__ import annotations
@@ -47,20 +71,38 @@ def _at(ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000, UTC) if ms else None
 
 
-def recovery_retry(status: WorkflowStatus) -> StepRetry | None:
+def recovered(status: WorkflowStatus) -> bool:
+    """PENDING on its second dispatch or later: DBOS recovered it after its executor
+    stopped (the only runs whose journal :func:`recovery_retry` needs read)."""
+    return status.status == "PENDING" and (status.recovery_attempts or 0) >= 2
+
+
+def recovery_retry(
+    status: WorkflowStatus, *, stepped: bool = False, waiting: bool = False
+) -> StepRetry | None:
     """A PENDING workflow that DBOS has dispatched more than once (recovered after its
-    executor stopped) as a :class:`StepRetry`; None otherwise."""
-    attempts = status.recovery_attempts or 0
-    if status.status != "PENDING" or attempts < 2:
+    executor stopped) and that has not moved on since its latest dispatch, as a
+    :class:`StepRetry`; None otherwise. ``stepped``: an operation of it was journaled after
+    that dispatch; ``waiting``: it is parked in a recv (re-entered on replay: nothing to
+    re-run, it waits for a message)."""
+    if not recovered(status) or stepped or waiting:
         return None
+    attempts = status.recovery_attempts or 0
+    dispatched = _at(status.dequeued_at)
+    since = (
+        f"no step completed since its latest dispatch at "
+        f"{dispatched.isoformat(timespec='seconds')}"
+        if dispatched
+        else "no dispatch time recorded, so progress since is unknown"
+    )
     return StepRetry(
         step=str(status.name or "workflow"),
         attempt=attempts,
         last_error=(
             f"recovered {attempts - 1} time(s) after its executor stopped (crash, restart or "
-            "a hung process); DBOS re-runs it from its last journaled step and gives up past "
-            f"max_recovery_attempts ({DEFAULT_MAX_RECOVERY_ATTEMPTS} unless the workflow sets "
-            "it)"
+            f"a hung process); {since}; DBOS re-runs it from its last journaled step and "
+            f"gives up past max_recovery_attempts ({DEFAULT_MAX_RECOVERY_ATTEMPTS} unless the "
+            "workflow sets it)"
         ),
     )
 

@@ -214,3 +214,29 @@ def event_values(client: DBOSClient, workflow_ids: list[str], key: str) -> dict[
             for wid, raw, serialization in rows:
                 out[wid] = _value(client, raw, serialization)
     return out
+
+
+def stepped_since_dispatch(client: DBOSClient, workflow_ids: list[str]) -> set[str]:
+    """The workflows among ``workflow_ids`` that journaled an operation which started at or
+    after their latest dispatch (``workflow_status.started_at_epoch_ms``, which DBOS sets in
+    the same statement that adds 1 to ``recovery_attempts``): they made progress since they
+    were last recovered. A replayed step writes no row, and the attributes irq's helpers write
+    go through a DBOSClient and add none, so a row started after the dispatch is new work.
+    One statement per 500 workflows, over the primary key."""
+    ops = _tables().operation_outputs
+    status = _tables().workflow_status
+    found: set[str] = set()
+    with _engine(client).connect() as conn:
+        for chunk in _chunks(workflow_ids):
+            rows = conn.execute(
+                sa.select(ops.c.workflow_uuid)
+                .join(status, status.c.workflow_uuid == ops.c.workflow_uuid)
+                .where(
+                    ops.c.workflow_uuid.in_(chunk),
+                    status.c.started_at_epoch_ms.is_not(None),
+                    ops.c.started_at_epoch_ms >= status.c.started_at_epoch_ms,
+                )
+                .distinct()
+            )
+            found.update(str(row[0]) for row in rows)
+    return found

@@ -277,3 +277,49 @@ async def test_an_irq_helper_interrupt_is_not_listed_again_as_a_message(
         assert len(run.interrupts) == 1 and "#recv:" not in run.interrupts[0]
     finally:
         await b.close()
+
+
+async def test_a_run_recovered_into_its_recv_waits_and_is_not_retrying(
+    tmp_path: Path, waiter: Any
+) -> None:
+    """Recovery replays up to the recv, which waits again and journals nothing: the run
+    has nothing to re-run, so it is not ``retrying`` however long the person takes."""
+    db = tmp_path / "sys.db"
+
+    def agent(*ids: str) -> ChildProcess:
+        log = tmp_path / f"agent-{len(list(tmp_path.glob('agent-*.log')))}.log"
+        child = ChildProcess(
+            "plain-recv-agent", [sys.executable, str(AGENT), str(db), *ids], log,
+            env={"PYTHONPATH": str(REPO)},
+        )
+        child.start()
+        deadline = time.monotonic() + 60
+        while "ready" not in (log.read_text(errors="replace") if log.exists() else ""):
+            assert time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
+            time.sleep(0.2)
+        return child
+
+    first = agent("n-recovered")
+    b = open_backend(f"dbos+sqlite:///{db}?poll=0.5", MemoryPauseLedger())
+    assert isinstance(b, DBOSBackend)
+    await b.start()
+    second = None
+    try:
+        run, _ = await item(b, "n-recovered", waiter)
+        assert run.attempt == 1 and run.retrying is None
+        first.kill()
+        second = agent()  # same executor and version: DBOS recovers the workflow
+
+        async def recovered_item() -> tuple[Run, Interrupt] | None:
+            found = await item(b, "n-recovered", waiter)
+            return found if found[0].attempt == 2 else None
+
+        run, intr = await waiter(recovered_item, timeout_s=30)
+        assert intr.kind is InterruptKind.MESSAGE and run.preempted is True
+        assert run.retrying is None
+        assert (await b.get_run("n-recovered")).retrying is None
+    finally:
+        await b.close()
+        first.stop()
+        if second is not None:
+            second.stop()
