@@ -14,8 +14,8 @@ keeps two demos from sharing one fleet database. The launcher
 4. starts the fleet (``python -m console.demo.dbos.fleet --db PATH --guarded --showcase``)
    with ``IRQ_AGENT_URL`` and ``IRQ_AGENT_TOKEN`` so its agents heartbeat to the gateway,
    receive its policy and call their tools through the policy guard; the showcase adds a
-   month-end close that fails until someone retries it and a stuck agent beside a slow one
-   (console/demo/dbos/showcase.py);
+   month-end close that fails until someone retries it, a stuck agent beside a slow one and
+   a purchase approval waiting in its own ``DBOS.recv`` (console/demo/dbos/showcase.py);
 5. opens the TUI (or, with ``--no-tui`` or when the TUI is not available, prints how to use
    the CLI and waits for SIGINT/SIGTERM);
 6. on exit stops every child it started by its pid (SIGTERM, then SIGKILL after a grace

@@ -9,8 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+from dbos import DBOSClient
+
 from backend_adapters.base import MemoryPauseLedger
 from backend_adapters.registry import open_backend
+from console.model import Decision, DecisionKind, InterruptKind, RunState
 from console.processes import pid_alive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +71,67 @@ async def test_fleet_runs_agents_preempts_a_worker_and_stops_its_children(
     while any(pid_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert workers and not any(pid_alive(pid) for pid in workers)
+
+
+async def test_the_showcase_keeps_a_purchase_approval_waiting_in_its_own_recv(
+    tmp_path, agent_channel, waiter
+):
+    """A plain DBOS workflow (no irq import) waits in DBOS.recv: irq lists it as a
+    ``message`` wait, an approve is the message, the order is placed, and the fleet starts
+    the next approval."""
+    db = tmp_path / "fleet.db"
+    output = tmp_path / "fleet.out"
+    with output.open("wb") as out:
+        fleet = subprocess.Popen(
+            [
+                sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(db),
+                "--agents", "1", "--workers", "1", "--preempt-every", "0",
+                "--step-scale", "0.3", "--showcase", "--approval-rest", "0.5",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "IRQ_AGENT_URL": agent_channel.url, "IRQ_AGENT_TOKEN": "t"},
+            stdout=out,
+            stderr=out,
+        )  # fmt: skip
+    backend = None
+    try:
+        await waiter(lambda: db.exists(), timeout_s=20)
+        backend = open_backend(f"dbos+sqlite:///{db}", MemoryPauseLedger())
+        await waiter(_started(backend))
+
+        async def waiting(native_id):
+            observation = await backend.observe()
+            return next((i for i in observation.interrupts if i.run_id.endswith(native_id)),
+                        None)
+
+        first = await waiter(lambda: waiting("purchase-approval-0001"), timeout_s=30)
+        assert first.kind is InterruptKind.MESSAGE
+        assert first.title == "purchase_approval waits for a message (DBOS.recv)"
+        assert [(h.name, h.kind) for h in first.handlers] == [("approval", "topic")]
+        await backend.decide(first, Decision(kind=DecisionKind.APPROVE),
+                             idempotency_key="demo-approve-1", identity="alice")
+
+        async def finished():
+            run = await backend.get_run("purchase-approval-0001")
+            return run if run.state is RunState.COMPLETED else None
+
+        await waiter(finished, timeout_s=20)
+        client = DBOSClient(system_database_url=f"sqlite:///{db}")
+        try:
+            result = client.retrieve_workflow("purchase-approval-0001").get_result()
+        finally:
+            client.destroy()
+        assert result["approved"] is True
+        assert result["outcome"] == ("order for training cluster for ranking-v7 placed with "
+                                     "gpu-cloud.example")
+        nxt = await waiter(lambda: waiting("purchase-approval-0002"), timeout_s=30)
+        assert nxt.kind is InterruptKind.MESSAGE
+    finally:
+        if backend is not None:
+            await backend.close()
+        os.kill(fleet.pid, signal.SIGTERM)
+        fleet.wait(20)
+    assert fleet.returncode == 0
 
 
 def _started(backend):

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from console.demo.dbos.approval_lane import ApprovalLane
 from console.processes import ChildProcess, stop_together
 
 
@@ -57,6 +58,10 @@ class Fleet:
     showcase: bool = False
     env: Mapping[str, str] | None = None
     members: list[Worker] = field(default_factory=list)
+    #: with the showcase: the purchase approvals waiting in their own DBOS.recv, and the
+    #: seconds between one ending and the next (None: approval_lane.REST_S)
+    approvals: ApprovalLane | None = None
+    approval_rest_s: float | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
@@ -105,6 +110,12 @@ class Fleet:
                 self._wait_for_db(20.0)  # the first worker creates the schema
         if self.showcase:
             self._start_month_end_close()
+            from console.demo.dbos.agents import APP_VERSION, QUEUE
+
+            rest = self.approval_rest_s
+            self.approvals = ApprovalLane(
+                f"sqlite:///{self.db}", queue=QUEUE, app_version=APP_VERSION,
+                **({} if rest is None else {"rest_s": (rest, rest)}))
 
     def _start_month_end_close(self) -> None:
         from console.demo.dbos.agents import APP_VERSION, QUEUE
@@ -150,6 +161,16 @@ class Fleet:
             return self.members[1:]
         return self.members
 
+    def _tend_approvals(self) -> None:
+        assert self.approvals is not None
+        try:
+            started = self.approvals.tend()
+        except Exception as exc:  # noqa: BLE001 - the fleet runs on; tried again soon
+            self._say(f"could not tend the purchase approvals: {type(exc).__name__}: {exc}")
+            return
+        if started:
+            self._say(f"started {started} (waits in DBOS.recv for an approver)")
+
     def request_stop(self) -> None:
         """Make supervise() return (safe from a signal handler)."""
         self._stop.set()
@@ -157,6 +178,8 @@ class Fleet:
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop every worker by its pid: SIGTERM, then SIGKILL after ``timeout_s``."""
         self._stop.set()
+        if self.approvals is not None:
+            self.approvals.close()
         stop_together([w.process for w in self.members if w.process is not None], timeout_s)
         for worker in self.members:
             worker.process = None
@@ -170,10 +193,13 @@ class Fleet:
         )
         from console.demo.preemption import serve_fleet_requests  # irq drill's requests
 
-        victim = 0
+        victim, next_tend = 0, 0.0
         while not self._stop.wait(0.5):
             serve_fleet_requests(self)
             now = time.monotonic()
+            if self.approvals is not None and now >= next_tend:
+                next_tend = now + 3.0
+                self._tend_approvals()
             for worker in self.members:
                 if worker.process is not None and worker.process.exit_code() is not None:
                     self._say(f"{worker.executor_id} exited ({worker.process.exit_code()})")
@@ -213,7 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--showcase",
         action="store_true",
-        help="also a month-end close that fails until retried, a stuck and a slow agent",
+        help="also a month-end close that fails until retried, a stuck and a slow agent, and "
+        "a purchase approval waiting in its own DBOS.recv",
+    )
+    parser.add_argument(
+        "--approval-rest", type=float, default=None, metavar="SECONDS",
+        help="with --showcase: seconds between a purchase approval ending and the next",
     )
     args = parser.parse_args(argv)
 
@@ -227,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         log=args.log.resolve() if args.log else None,
         guarded=args.guarded,
         showcase=args.showcase,
+        approval_rest_s=args.approval_rest,
     )
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -10,6 +10,10 @@ with ``irq retry``, and a stuck agent beside a slow one (the fleet's ``--showcas
 - **Slow, not stuck.** ``backfill`` re-embeds a corpus for a quarter of an hour; its progress
   moves a little between two heartbeats, so it is never taken for stalled.
 
+- **A wait written DBOS's way.** A purchase approval (console/demo/dbos/purchase_approval.py,
+  plain DBOS) waits in ``DBOS.recv``; irq finds it in DBOS's tables (kind ``message``). The
+  fleet keeps one waiting (console/demo/dbos/approval_lane.py).
+
 The two agents run as lanes of one worker (``--showcase-lanes``), through the demo's agent
 workflow like every other lane.
 """

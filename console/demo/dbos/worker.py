@@ -36,7 +36,10 @@ from dbos import DBOS, SetWorkflowID, WorkflowStatus
 
 from backend_adapters.dbos.agent import agent_config, configure_agent
 from backend_adapters.dbos.conventions import ACTIVE_STATUSES, ATTR_INTENT
-from console.demo.dbos import month_end  # noqa: F401 - registers month_end_close
+from console.demo.dbos import (
+    month_end,  # noqa: F401 - registers month_end_close
+    purchase_approval,  # noqa: F401 - registers purchase_approval
+)
 from console.demo.dbos.agents import APP_NAME, APP_VERSION, QUEUE, irq_demo_agent
 from console.demo.dbos.plans import lane_prefix, plan_for
 from console.demo.dbos.showcase import SHOWCASE_KINDS
