@@ -66,6 +66,12 @@ with workflow.unsafe.imports_passed_through():
         SERVICES,
         TABLES,
     )
+    from console.demo.temporal.change_approval import (
+        ChangeApproval,
+        apply_migration,
+        change_approval_plan,
+        plan_migration,
+    )
 
 #: heartbeat timeout of every demo activity (pause, cancel and a dead worker show within it)
 HEARTBEAT_TIMEOUT_S = 10.0
@@ -400,8 +406,11 @@ WORKFLOWS = [
     ResearchAssistantAgent,
     DbJanitorAgent,
     SupportTriageAgent,
+    ChangeApproval,  # plain Temporal: waits for a signal (change_approval.py)
 ]
 ACTIVITIES = [
+    plan_migration,
+    apply_migration,
     use_tool,
     train_model,
     evaluate_checkpoint,
@@ -669,4 +678,5 @@ LANES = [
     Lane("db-janitor", DbJanitorAgent, db_janitor_plan),
     Lane("release-train", ReleaseTrainAgent, release_train_plan),
     Lane("eval-runner", EvalRunnerAgent, eval_runner_plan),
+    Lane("change-approval", ChangeApproval, change_approval_plan),
 ]

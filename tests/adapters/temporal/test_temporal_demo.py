@@ -17,7 +17,7 @@ from backend_adapters.temporal.adapter import TemporalBackend
 from console.demo.launcher import DemoEnvironment, DemoExtension
 from console.demo.temporal.agents import LANES
 from console.demo.temporal.fleet import BUILD_ID, DEPLOYMENT, demo_extension
-from console.model import Decision, DecisionKind, Interrupt, Run, RunState
+from console.model import Decision, DecisionKind, Interrupt, InterruptKind, Run, RunState
 from console.processes import ChildProcess, pid_alive
 from console.semantics import recoverability_warnings as warnings_of
 
@@ -37,7 +37,7 @@ def test_extension_shape(tmp_path: Path) -> None:
     assert "IrqPendingInterrupts=KeywordList" in argv
     assert argv[argv.index("--db-filename") + 1].startswith(str(tmp_path / "temporal"))
     assert url.split(":")[-1].split("/")[0] == argv[argv.index("--http-port") + 1]
-    assert 4 <= len(LANES) <= 6
+    assert 4 <= len(LANES) <= 7
 
 
 async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
@@ -80,7 +80,8 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
                 ]
                 gpu_beating = any(r.native_id == "gpu-training-0001" and r.in_flight_step
                                   for r in beating)
-                asked = {"support-triage-0001", "research-assistant-0001"} <= set(interrupts)
+                asked = {"support-triage-0001", "research-assistant-0001",
+                         "change-approval-0001"} <= set(interrupts)
                 question_waiting = (
                     "research-assistant-0001" in runs
                     and runs["research-assistant-0001"].state is RunState.WAITING
@@ -120,6 +121,32 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
             assert question.action == "ask_user"
             assert {d.value for d in question.allowed_decisions} == {"respond", "reject"}
             assert runs["research-assistant-0001"].state is RunState.WAITING
+
+            # a wait written Temporal's way (a signal and wait_condition, no irq code): found
+            # from Temporal alone, answered with the signal, the migration then applied
+            change = interrupts["change-approval-0001"]
+            assert change.kind is InterruptKind.SIGNAL
+            [handler] = change.handlers
+            assert handler.name == "send_approval" and handler.kind == "signal"
+            assert handler.args_schema and handler.args_schema["required"] == [
+                "approved", "approver"]
+            await backend.decide(
+                change,
+                Decision(kind=DecisionKind.RESPOND, handler="send_approval",
+                         response={"approved": True, "approver": "alice"}),
+                idempotency_key="test-signal-1",
+                identity="test",
+            )
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                run = await backend.get_run("change-approval-0001")
+                if run.state is RunState.COMPLETED:
+                    break
+                await asyncio.sleep(0.3)
+            else:
+                raise AssertionError(f"the approval did not finish: {run.contract()}")
+            steps = [step.name for step in await backend.journal("change-approval-0001")]
+            assert "apply_migration (activity 2)" in steps, steps  # approved: it ran
 
             # an answer reaches the agent: it goes on writing the report
             await backend.decide(
