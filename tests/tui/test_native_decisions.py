@@ -109,3 +109,51 @@ def test_the_per_call_list_refuses_a_shape_it_cannot_read():
     assert parse_calls("{}")[1] == "a JSON list with one object per call"
     assert parse_calls('[{"decision": "maybe"}]')[1] == (
         "call 1: decision is approve, edit, reject or respond")
+
+
+APPROVAL = {"type": "object", "required": ["approved", "approver"],
+            "properties": {"approved": {"type": "boolean"}, "approver": {"type": "string"},
+                           "comment": {"type": "string"}}}
+SIGNAL_WAIT = Interrupt.model_validate({
+    "id": "temporal:dev/change-approval-0001#wait-11",
+    "run_id": "temporal:dev/change-approval-0001", "native_id": "wait-11",
+    "title": "change-approval waits for send_approval", "kind": "signal",
+    "allowed_decisions": ["respond"],
+    "handlers": [{"name": "send_approval", "kind": "signal", "args_schema": APPROVAL}]})
+
+
+async def test_a_published_schema_gives_the_payload_to_fill_in_which_cannot_be_sent_as_is():
+    dialog = dialog_for(SIGNAL_WAIT, DecisionKind.RESPOND)
+    app = DialogApp(dialog)
+    async with app.run_test(size=(80, 24)) as pilot:
+        editor = dialog.editor
+        assert isinstance(editor, NativeDecisionEditor)
+        area = editor.query_one(TextArea)
+        assert json.loads(area.text) == {"approved": None, "approver": None}
+        assert "optional: comment" in editor.label
+        await pilot.pause()
+        assert editor.error is not None and " is not of type " in editor.error
+        assert dialog.query_one("#yes", Button).disabled  # the template itself: not sendable
+        area.text = '{"approved": true, "approver": "alice"}'
+        await pilot.pause()
+        assert editor.error is None and not dialog.query_one("#yes", Button).disabled
+
+
+async def test_choosing_a_handler_refills_an_untouched_payload_with_its_schema():
+    dialog = dialog_for(WAIT, DecisionKind.RESPOND)
+    app = DialogApp(dialog)
+    async with app.run_test(size=(80, 24)) as pilot:
+        editor = dialog.editor
+        assert isinstance(editor, NativeDecisionEditor)
+        area = editor.query_one(TextArea)
+        assert area.text == ""  # two handlers, none chosen: nothing to fill in yet
+        editor.query_one(Select).value = "approve"
+        await pilot.pause()
+        assert json.loads(area.text) == {"approved": None}
+        editor.query_one(Select).value = "send_approval"  # no schema: the template goes
+        await pilot.pause()
+        assert area.text == ""
+        area.text = '"yes"'
+        editor.query_one(Select).value = "approve"  # typed by the operator: kept
+        await pilot.pause()
+        assert area.text == '"yes"'

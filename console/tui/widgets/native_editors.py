@@ -34,6 +34,28 @@ _LABELS = {
 }
 
 
+def schema_template(schema: dict[str, Any] | None) -> tuple[str, list[str]]:
+    """A respond payload to fill in, from the JSON Schema its handler published: the
+    object's required properties, each ``null`` (so it fails the schema until filled in:
+    Yes cannot send the template as it is), and the names of its optional properties.
+    ``("", [])`` when the schema names no object properties."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict) or not props:
+        return "", []
+    required = schema.get("required") if isinstance(schema, dict) else None
+    needed = [k for k in required if k in props] if isinstance(required, list) else []
+    optional = [k for k in props if k not in needed]
+    return (json.dumps(dict.fromkeys(needed), indent=2) if needed else "{}"), optional
+
+
+def _schema_of(intr: Interrupt, handler: str | None) -> dict[str, Any] | None:
+    """The schema the answer must fit: the chosen handler's, or a DBOS topic's."""
+    for h in intr.handlers:
+        if (h.name == handler or (handler is None and h.kind == "topic")) and h.args_schema:
+            return h.args_schema
+    return None
+
+
 def answering_handlers(intr: Interrupt) -> list[str]:
     """The handlers an operator chooses between (a DBOS topic is not a choice here)."""
     return [h.name for h in intr.handlers if h.kind != "topic"]
@@ -48,15 +70,28 @@ class NativeDecisionEditor(ValueEditor):
     """
 
     def __init__(self, intr: Interrupt, kind: DecisionKind, id: str | None = None) -> None:
-        initial = json.dumps(intr.args, indent=2, sort_keys=True) if (
-            kind is DecisionKind.EDIT) else ""
-        super().__init__(initial, label=_LABELS[kind], id=id)
+        names = answering_handlers(intr)
+        handler = names[0] if len(names) == 1 else None
+        initial, label = "", _LABELS[kind]
+        if kind is DecisionKind.EDIT:
+            initial = json.dumps(intr.args, indent=2, sort_keys=True)
+        elif kind is DecisionKind.RESPOND:
+            initial, label = self._template(intr, handler, label)
+        super().__init__(initial, label=label, id=id)
         self.intr = intr
         self.kind = kind
-        names = answering_handlers(intr)
         self.handlers = names
-        self.handler: str | None = names[0] if len(names) == 1 else None
+        self.handler: str | None = handler
         self.set_class(kind is DecisionKind.APPROVE, "-no-text")
+
+    @staticmethod
+    def _template(intr: Interrupt, handler: str | None, label: str) -> tuple[str, str]:
+        """The payload to fill in and the label naming the optional fields, when the
+        handler that answers published a schema (else no text, the plain label)."""
+        text, optional = schema_template(_schema_of(intr, handler))
+        if text and optional:
+            label = f"{label}; optional: {', '.join(optional)}"
+        return text, label
 
     def compose(self) -> ComposeResult:
         if len(self.handlers) > 1:
@@ -69,8 +104,12 @@ class NativeDecisionEditor(ValueEditor):
     @on(Select.Changed, "#handler-select")
     def _handler_chosen(self, event: Select.Changed) -> None:
         event.stop()
+        before = self._template(self.intr, self.handler, "")[0]
         self.handler = event.value if isinstance(event.value, str) else None
-        self._check(self.text_area.text)
+        area = self.text_area
+        if self.kind is DecisionKind.RESPOND and area.text.strip() in ("", before.strip()):
+            area.text = self._template(self.intr, self.handler, "")[0]  # untouched: refilled
+        self._check(area.text)
 
     def evaluate(self, text: str) -> tuple[Any, str | None, str]:
         decision = Decision(kind=self.kind, handler=self.handler)
