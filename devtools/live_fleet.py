@@ -31,6 +31,9 @@ class LiveFleet:
     step_scale: float = 1.0
     preempt_every_s: float = 0.0  # 0: no preemptions (deterministic tests)
     downtime_s: float = 15.0  # how long a preempted worker stays down (the fleet's default)
+    #: the demo's showcase too (a failed month-end close, a stuck and a slow agent, a purchase
+    #: approval waiting in its own DBOS.recv): console/demo/dbos/showcase.py
+    showcase: bool = False
     port: int = 0
     tokens: dict[str, str] = field(default_factory=dict)
     children: list[ChildProcess] = field(default_factory=list)
@@ -70,7 +73,8 @@ class LiveFleet:
             [sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(self.db),
              "--agents", str(self.agents), "--workers", str(self.workers),
              "--preempt-every", str(self.preempt_every_s), "--step-scale", str(self.step_scale),
-             "--downtime", str(self.downtime_s)],
+             "--downtime", str(self.downtime_s),
+             *(["--showcase", "--approval-rest", "2"] if self.showcase else [])],
             self.home / "fleet.log",
             {**env, "IRQ_AGENT_URL": f"{self.url}/agent", "IRQ_AGENT_TOKEN": self.tokens["agent"]},
         )

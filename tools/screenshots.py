@@ -4,7 +4,8 @@
 
 Starts ``irq serve`` and the DBOS demo fleet in a temporary IRQ_HOME, drives the console with
 the keyboard at 80x24 and 160x48 and writes ``fleet``, ``inbox``, ``run-detail``,
-``pause-confirm`` and ``edit-invalid`` screenshots. PNGs come from ``cairosvg`` when it is
+``pause-confirm``, ``edit-invalid`` and ``native-wait`` (a purchase approval waiting in its own
+``DBOS.recv``, selected in the inbox) screenshots. PNGs come from ``cairosvg`` when it is
 installed, else from ``rsvg-convert`` (Debian ``librsvg2-bin``); without either only SVGs are
 written (and it says so). ``--record`` also saves the fleet's data for the snapshot tests.
 """
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from console.model import DecisionKind, RunState
+from console.model import DecisionKind, InterruptKind, RunState
 from console.tui.app import IrqApp
 from console.tui.fleet_source import LiveSource
 from console.tui.screens.fleet import FleetScreen
@@ -93,6 +94,10 @@ async def capture(fleet: LiveFleet, size: tuple[int, int], out: Path) -> list[Pa
         return next((i for i in app.view.pending_interrupts()
                      if DecisionKind.EDIT in i.allowed_decisions and i.args_schema), None)
 
+    def native() -> Any:
+        return next((i for i in app.view.pending_interrupts()
+                     if i.kind is InterruptKind.MESSAGE), None)
+
     def gpu_job() -> str | None:
         for run_id, row in app.index.rows.items():
             if row.state is RunState.RUNNING and row.run.resources and row.run.in_flight_step:
@@ -140,6 +145,17 @@ async def capture(fleet: LiveFleet, size: tuple[int, int], out: Path) -> list[Pa
         await pilot.pause(0.5)
         shot("edit-invalid")
         await pilot.press("escape")
+        await until(pilot, lambda: native() is not None, "a native wait (DBOS.recv)")
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "inbox")
+        inbox = app.screen
+        assert isinstance(inbox, InboxScreen)
+        wait = native()
+        assert wait is not None
+        await until(pilot, lambda: wait.id in inbox._shown, "the wait listed")  # noqa: SLF001
+        inbox.table.move_cursor(row=inbox._shown.index(wait.id))  # noqa: SLF001
+        await pilot.pause(0.5)
+        shot("native-wait")
     return written
 
 
@@ -180,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="irq-shots-") as tmp:
         say("screenshots: starting the gateway and the DBOS demo fleet")
-        with LiveFleet(Path(tmp), agents=10, workers=2) as fleet:
+        with LiveFleet(Path(tmp), agents=10, workers=2, showcase=True) as fleet:
             written: list[Path] = []
             for size in SIZES:
                 say(f"screenshots: {size[0]}x{size[1]}")
