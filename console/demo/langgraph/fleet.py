@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("irq.demo.langgraph")
 
 GRAPHS_FILE = Path(__file__).with_name("graphs.py")
-GRAPHS = ("expenses", "ops_agent", "ask_user", "report")
+GRAPHS = ("expenses", "ops_agent", "ask_user", "report", "status_update")
 #: metadata key of the demo's threads: which lane a thread belongs to
 LANE_KEY = "irq_demo_lane"
 #: seconds between a lane's thread finishing and the next one starting
@@ -51,7 +51,11 @@ LANES: dict[str, tuple[str, dict[str, Any]]] = {
     "ops": ("ops_agent", {"messages": [{"role": "user", "content": json.dumps(OPS_CALLS)}]}),
     "ask-user": ("ask_user", {}),
     "report": ("report", {}),
+    "status-update": ("status_update", {"incident": "INC-4711"}),
 }
+#: lanes whose graph stops at a static breakpoint: a thread stopped there is ``interrupted``
+#: with no interrupt value, like one irq paused (breakpoints.py), and is waiting, not done
+BREAKPOINT_LANES = frozenset({"status-update"})
 
 
 def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
@@ -104,13 +108,15 @@ def _live_lanes(http: httpx.Client) -> set[str]:
         ).json()
         for thread in threads:
             meta = thread.get("metadata") or {}
+            lane = meta.get(LANE_KEY)
             stopped = status == "interrupted" and not thread.get("interrupts")
-            if meta.get(LANE_KEY) and not stopped:
-                live.add(str(meta[LANE_KEY]))
-            elif meta.get(LANE_KEY) and stopped and (meta.get("irq_intent") or {}).get(
-                "action"
-            ) == "pause":
-                live.add(str(meta[LANE_KEY]))  # paused by irq: it stays, the lane waits
+            intent = (meta.get("irq_intent") or {}).get("action")
+            if lane and not stopped:
+                live.add(str(lane))
+            elif lane and stopped and intent == "pause":
+                live.add(str(lane))  # paused by irq: it stays, the lane waits
+            elif lane in BREAKPOINT_LANES and stopped and intent != "cancel":
+                live.add(str(lane))  # at its breakpoint: waiting for a person
     return live
 
 

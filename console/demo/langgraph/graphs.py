@@ -6,7 +6,11 @@ imports): the Agent Server (``langgraph dev``) loads them from this file.
 - ``ops_agent``: a langchain agent with ``HumanInTheLoopMiddleware`` whose scripted model (no
   LLM, no network) wants to restart a service and page the on-call engineer in one turn;
 - ``ask_user``: ``interrupt()`` with a plain question (answered with respond);
-- ``report``: a slow async step (pause it: the step runs again from its start on resume).
+- ``report``: a slow async step (pause it: the step runs again from its start on resume);
+- ``status_update``: drafts a customer-facing incident update and stops *before* publishing it
+  at a static breakpoint (``compile(interrupt_before=["publish"])``, LangGraph's own
+  human-review idiom: no ``interrupt()`` call); approve publishes the draft, edit changes it
+  first, reject ends the thread unpublished.
 """
 
 from __future__ import annotations
@@ -180,3 +184,37 @@ _report.add_edge(START, "gather")
 _report.add_edge("gather", "write")
 _report.add_edge("write", END)
 report = _report.compile()
+
+
+# -------------------------------------------------------------------- status_update
+
+
+class StatusUpdate(TypedDict, total=False):
+    incident: str
+    draft: dict[str, Any]
+    published: str
+
+
+def draft(state: StatusUpdate) -> StatusUpdate:
+    incident = state.get("incident") or "INC-4711"
+    return {"draft": {
+        "incident": incident,
+        "audience": "all customers",
+        "title": "Degraded checkout in eu-west-1",
+        "body": "Some payments failed between 14:02 and 14:31 UTC. Retried payments went "
+                "through; no card was charged twice. We are monitoring.",
+    }}
+
+
+def publish(state: StatusUpdate) -> StatusUpdate:
+    notice = state.get("draft") or {}
+    return {"published": f"status page: {notice.get('title', '?')} ({notice.get('audience')})"}
+
+
+_status = StateGraph(StatusUpdate)
+_status.add_node("draft", draft)
+_status.add_node("publish", publish)
+_status.add_edge(START, "draft")
+_status.add_edge("draft", "publish")
+_status.add_edge("publish", END)
+status_update = _status.compile(interrupt_before=["publish"])
