@@ -38,6 +38,7 @@ LANES: dict[str, tuple[str, dict[str, object]]] = {
     "clarify": ("DemoSupport/clarify", {}),
     "report": ("DemoReports/nightly", {}),
     "payment": ("DemoPayments/charge", {"amount": 49}),
+    "vendor": ("DemoVendors/onboard", {"vendor": "acme-logistics"}),
 }
 RESTART_DELAY_S = (6.0, 15.0)
 

@@ -8,7 +8,9 @@
 - ``DemoReports/nightly``: three slow steps holding a warehouse connection, with heartbeats to
   irq (``AgentRun``; the connection is released when the invocation is cancelled);
 - ``DemoPayments/charge``: the payment provider fails the first attempts, so the invocation
-  is ``backing_off`` for a while before it succeeds.
+  is ``backing_off`` for a while before it succeeds;
+- ``DemoVendors/onboard`` (vendor_signoff.py, plain restate-sdk: no irq import): waits on an
+  awakeable for a compliance sign-off, the way Restate's own examples wait for a person.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from backend_adapters.restate.agent import (
     ask,
     guarded_tool,
 )
+from console.demo.restate.vendor_signoff import vendors
 
 #: set by the demo when its gateway runs the demo policy: refunds go through the policy guard
 GUARDED = os.environ.get("IRQ_DEMO_GUARDED") == "1"
@@ -147,4 +150,4 @@ async def charge(ctx: Context, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
-app = restate.app(services=[refunds, support, reports, payments])
+app = restate.app(services=[refunds, support, reports, payments, vendors])

@@ -12,7 +12,7 @@ from backend_adapters.base import MemoryPauseLedger
 from backend_adapters.registry import open_backend
 from console.demo.launcher import DemoEnvironment
 from console.demo.restate.fleet import LANES, demo_extension
-from console.model import RunState
+from console.model import Decision, DecisionKind, InterruptKind, RunState
 
 
 async def test_the_demo_lane_runs_one_invocation_per_lane(tmp_path: Path) -> None:
@@ -39,13 +39,29 @@ async def test_the_demo_lane_runs_one_invocation_per_lane(tmp_path: Path) -> Non
                 obs = await backend.observe()
                 names = {r.name for r in obs.runs}
                 refund = [i for i in obs.interrupts if i.action == "refund"]
-                if {target for target, _ in LANES.values()} <= names and refund:
+                signoff = [i for i in obs.interrupts if i.kind is InterruptKind.AWAKEABLE]
+                if {target for target, _ in LANES.values()} <= names and refund and signoff:
                     break
                 assert time.monotonic() < deadline, f"lanes seen: {names}"
                 await asyncio.sleep(0.5)
             assert refund[0].args_schema and "amount" in refund[0].args_schema["properties"]
             waiting = [r for r in obs.runs if r.name == "DemoRefunds/refund"]
             assert waiting[0].state is RunState.WAITING
+
+            # the vendor sign-off waits the way Restate's examples do (an awakeable, no irq
+            # code): found from Restate alone, resolved by a respond, the handler then ends
+            [item] = signoff
+            [vendor] = [r for r in obs.runs if r.id == item.run_id]
+            assert vendor.name == "DemoVendors/onboard" and vendor.state is RunState.WAITING
+            await backend.decide(
+                item, Decision(kind=DecisionKind.RESPOND,
+                               response={"approved": True, "by": "compliance"}),
+                idempotency_key="demo-signoff-1", identity="test")
+            deadline = time.monotonic() + 30
+            while (run := await backend.get_run(vendor.native_id)).state is not (
+                    RunState.COMPLETED):
+                assert time.monotonic() < deadline, run.contract()
+                await asyncio.sleep(0.3)
         finally:
             await backend.close()
     finally:
