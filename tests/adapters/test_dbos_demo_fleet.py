@@ -19,23 +19,24 @@ from console.processes import pid_alive
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def start_fleet(db: Path, output: Path, agent_url: str, *args: str) -> subprocess.Popen[bytes]:
+    """``python -m console.demo.dbos.fleet --db DB ARGS`` beating to ``agent_url``."""
+    with output.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(db), *args],
+            cwd=ROOT,
+            env={**os.environ, "IRQ_AGENT_URL": agent_url, "IRQ_AGENT_TOKEN": "t"},
+            stdout=out,
+            stderr=out,
+        )
+
+
 async def test_fleet_runs_agents_preempts_a_worker_and_stops_its_children(
     tmp_path, agent_channel, waiter
 ):
-    db = tmp_path / "fleet.db"
-    output = tmp_path / "fleet.out"
-    with output.open("wb") as out:
-        fleet = subprocess.Popen(
-            [
-                sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(db),
-                "--agents", "8", "--workers", "2", "--preempt-every", "7",
-                "--downtime", "2", "--step-scale", "0.3",
-            ],
-            cwd=ROOT,
-            env={**os.environ, "IRQ_AGENT_URL": agent_channel.url, "IRQ_AGENT_TOKEN": "t"},
-            stdout=out,
-            stderr=out,
-        )  # fmt: skip
+    db, output = tmp_path / "fleet.db", tmp_path / "fleet.out"
+    fleet = start_fleet(db, output, agent_channel.url, "--agents", "8", "--workers", "2",
+                        "--preempt-every", "7", "--downtime", "2", "--step-scale", "0.3")
     backend = None
     try:
         await waiter(lambda: db.exists(), timeout_s=20)
@@ -79,20 +80,10 @@ async def test_the_showcase_keeps_a_purchase_approval_waiting_in_its_own_recv(
     """A plain DBOS workflow (no irq import) waits in DBOS.recv: irq lists it as a
     ``message`` wait, an approve is the message, the order is placed, and the fleet starts
     the next approval."""
-    db = tmp_path / "fleet.db"
-    output = tmp_path / "fleet.out"
-    with output.open("wb") as out:
-        fleet = subprocess.Popen(
-            [
-                sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(db),
-                "--agents", "1", "--workers", "1", "--preempt-every", "0",
-                "--step-scale", "0.3", "--showcase", "--approval-rest", "0.5",
-            ],
-            cwd=ROOT,
-            env={**os.environ, "IRQ_AGENT_URL": agent_channel.url, "IRQ_AGENT_TOKEN": "t"},
-            stdout=out,
-            stderr=out,
-        )  # fmt: skip
+    db, output = tmp_path / "fleet.db", tmp_path / "fleet.out"
+    fleet = start_fleet(db, output, agent_channel.url, "--agents", "1", "--workers", "1",
+                        "--preempt-every", "0", "--step-scale", "0.3", "--showcase",
+                        "--approval-rest", "0.5")
     backend = None
     try:
         await waiter(lambda: db.exists(), timeout_s=20)
