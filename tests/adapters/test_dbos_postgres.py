@@ -204,3 +204,20 @@ async def test_postgres_pause_then_resume_continues(backend, pg_worker, waiter):
     ]
     assert Path(pg_worker.board).is_dir()
     assert not any(wid in p.read_text() for p in Path(pg_worker.board).iterdir() if p.is_file())
+
+
+async def test_postgres_progress_since_dispatch_is_read_with_the_same_query(
+    backend, pg_worker, waiter
+):
+    """The ``retrying`` rule's query (a step started after the workflow's latest dispatch,
+    queue_health.py) runs on PostgreSQL too, where the dispatch time is the database's clock
+    and a step's the worker's: a run past its first step has one, an unknown id none."""
+    from backend_adapters.dbos.system_tables import stepped_since_dispatch
+
+    wid = pg_worker.enqueue(plan(step("fetch"), step("train", 1.5)))
+    await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "train")
+    database = backend._database
+    stepped = await database.call(
+        lambda: stepped_since_dispatch(database.connected(), [wid, "no-such-workflow"]))
+    assert stepped == {wid}
+    await run_where(backend, wid, waiter, lambda r: r.state is RunState.COMPLETED)
