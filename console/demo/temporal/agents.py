@@ -1,6 +1,6 @@
 """The Temporal agents of ``irq demo``: workflows, activities and the plans they run.
 
-Six lanes, one workflow type each; the demo worker (``fleet.py``) keeps one workflow of every
+Eight lanes, one workflow type each; the demo worker (``fleet.py``) keeps one workflow of every
 lane alive, generation after generation (``<lane>-<gen>``, e.g. ``release-train-0003``):
 
 - ``gpu-training``: fine-tunes a model (~12 min), then evaluates the checkpoint;
@@ -10,7 +10,9 @@ lane alive, generation after generation (``<lane>-<gen>``, e.g. ``release-train-
 - ``research-assistant``: gathers sources, asks the user a question (respond, reject),
   writes the report;
 - ``db-janitor``: scans tables, asks to drop a stale one (approve, reject);
-- ``support-triage``: reads a ticket, proposes a refund (approve, edit, reject).
+- ``support-triage``: reads a ticket, proposes a refund (approve, edit, reject);
+- ``change-approval`` and ``access-request``: plain Temporal, no irq code; they wait for a
+  person in ``wait_condition`` until a signal / an update arrives (their modules say more).
 
 Guarded plans (the worker's ``--guarded``, which ``irq demo`` sets when its gateway runs the
 demo policy) call the deploy, the table drop and the refund through the policy guard
@@ -65,6 +67,12 @@ with workflow.unsafe.imports_passed_through():
         REFUND_SCHEMA,
         SERVICES,
         TABLES,
+    )
+    from console.demo.temporal.access_request import (
+        AccessRequest,
+        access_request_plan,
+        open_access,
+        scope_access,
     )
     from console.demo.temporal.change_approval import (
         ChangeApproval,
@@ -407,10 +415,13 @@ WORKFLOWS = [
     DbJanitorAgent,
     SupportTriageAgent,
     ChangeApproval,  # plain Temporal: waits for a signal (change_approval.py)
+    AccessRequest,  # plain Temporal: waits for an update (access_request.py)
 ]
 ACTIVITIES = [
     plan_migration,
     apply_migration,
+    scope_access,
+    open_access,
     use_tool,
     train_model,
     evaluate_checkpoint,
@@ -640,6 +651,9 @@ class Lane:
     name: str  # workflow type and workflow-id prefix
     workflow: type
     plan: Callable[[int, random.Random, Path, float], dict[str, Any]]
+    #: seconds between a run closing and the next starting (None: the fleet's default); a
+    #: person's answer to a native wait should soon be followed by the next wait
+    restart_s: tuple[float, float] | None = None
 
     def workflow_id(self, gen: int) -> str:
         return f"{self.name}-{gen:04d}"
@@ -678,5 +692,6 @@ LANES = [
     Lane("db-janitor", DbJanitorAgent, db_janitor_plan),
     Lane("release-train", ReleaseTrainAgent, release_train_plan),
     Lane("eval-runner", EvalRunnerAgent, eval_runner_plan),
-    Lane("change-approval", ChangeApproval, change_approval_plan),
+    Lane("change-approval", ChangeApproval, change_approval_plan, restart_s=(3.0, 6.0)),
+    Lane("access-request", AccessRequest, access_request_plan, restart_s=(3.0, 6.0)),
 ]

@@ -47,7 +47,8 @@ DEPLOYMENT = "irq-demo"
 BUILD_ID = "1"
 #: seconds between attempts to make the worker's version current (it must poll first)
 CURRENT_VERSION_RETRY_S = 0.5
-#: seconds between a run closing and the next generation of its lane starting
+#: seconds between a run closing and the next generation of its lane starting (unless the
+#: lane says otherwise: ``Lane.restart_s``)
 RESTART_DELAY_S = (8.0, 20.0)
 
 log = logging.getLogger("irq.demo.temporal")
@@ -168,7 +169,8 @@ async def keep_lane_alive(
             except WorkflowFailureError as err:
                 log.info("%s: %s closed: %s", lane.name, handle.id, err.cause or err)
             handle = None
-            await asyncio.sleep(rng.uniform(*RESTART_DELAY_S) * max(scale, 0.05))
+            delay = rng.uniform(*(lane.restart_s or RESTART_DELAY_S))
+            await asyncio.sleep(delay * max(scale, 0.05))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the server restarting, say: try again

@@ -2,16 +2,18 @@
 
 The adapter (from the extension's own backend URL) must see the demo agents running with
 heartbeats and resource manifests, and waiting on interrupts in the common shape; a decision
-reaches the agent; stopping by pid leaves no process behind.
+reaches the agent; the waits written Temporal's way (a signal, an update) are answered and the
+next of each starts; stopping by pid leaves no process behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
-from backend_adapters.base import MemoryPauseLedger
+from backend_adapters.base import BackendError, MemoryPauseLedger
 from backend_adapters.registry import open_backend
 from backend_adapters.temporal.adapter import TemporalBackend
 from console.demo.launcher import DemoEnvironment, DemoExtension
@@ -37,7 +39,7 @@ def test_extension_shape(tmp_path: Path) -> None:
     assert "IrqPendingInterrupts=KeywordList" in argv
     assert argv[argv.index("--db-filename") + 1].startswith(str(tmp_path / "temporal"))
     assert url.split(":")[-1].split("/")[0] == argv[argv.index("--http-port") + 1]
-    assert 4 <= len(LANES) <= 7
+    assert 4 <= len(LANES) <= 8
 
 
 async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
@@ -81,7 +83,7 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
                 gpu_beating = any(r.native_id == "gpu-training-0001" and r.in_flight_step
                                   for r in beating)
                 asked = {"support-triage-0001", "research-assistant-0001",
-                         "change-approval-0001"} <= set(interrupts)
+                         "change-approval-0001", "access-request-0001"} <= set(interrupts)
                 question_waiting = (
                     "research-assistant-0001" in runs
                     and runs["research-assistant-0001"].state is RunState.WAITING
@@ -148,6 +150,22 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
             steps = [step.name for step in await backend.journal("change-approval-0001")]
             assert "apply_migration (activity 2)" in steps, steps  # approved: it ran
 
+            # the same with an update (its validator's own rule, its return value)
+            await _answer_the_access_request(backend, interrupts["access-request-0001"])
+
+            # the fleet starts the next of each wait soon after (Lane.restart_s), waiting again
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                obs = await backend.observe()
+                waits = {i.run_id.rsplit("/", 1)[-1]: i.kind for i in obs.interrupts}
+                if {"change-approval-0002", "access-request-0002"} <= set(waits):
+                    break
+                await asyncio.sleep(0.5)
+            else:
+                raise AssertionError(f"the next waits did not start: {sorted(waits)}")
+            assert waits["change-approval-0002"] is InterruptKind.SIGNAL
+            assert waits["access-request-0002"] is InterruptKind.UPDATE
+
             # an answer reaches the agent: it goes on writing the report
             await backend.decide(
                 question,
@@ -171,3 +189,42 @@ async def test_demo_agents_run_heartbeat_and_ask(tmp_path: Path) -> None:
     for process in started:
         assert process.pid is not None and not pid_alive(process.pid), process.name
         assert process.exit_code() == 0, (process.name, process.log_tail())
+
+
+async def _answer_the_access_request(backend: TemporalBackend, access: Interrupt) -> None:
+    """access-request waits in wait_condition for its approve_access update (no irq code):
+    listed as kind update with the update's schema; someone off call is refused by the
+    workflow's validator (the wait stays open), someone on call is its answer."""
+    assert access.kind is InterruptKind.UPDATE
+    assert access.title == "access-request waits for approve_access"
+    [handler] = access.handlers
+    assert handler.name == "approve_access" and handler.kind == "update"
+    assert handler.args_schema and handler.args_schema["required"] == ["approved", "approver"]
+    assert access.deadline_at is not None  # wait_condition's timeout timer
+    try:
+        await backend.decide(
+            access,
+            Decision(kind=DecisionKind.RESPOND, response={"approved": True, "approver": "eve"}),
+            idempotency_key="test-update-eve", identity="test",
+        )
+    except BackendError as exc:
+        assert re.search(r"'eve' is not on call", exc.message), exc.message
+    else:
+        raise AssertionError("the validator let someone off call grant access")
+    outcome = await backend.decide(
+        access,
+        Decision(kind=DecisionKind.RESPOND,
+                 response={"approved": True, "approver": "bob", "hours": 2}),
+        idempotency_key="test-update-bob", identity="test",
+    )
+    assert "'granted by bob'" in outcome.detail, outcome.detail
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        run = await backend.get_run("access-request-0001")
+        if run.state is RunState.COMPLETED:
+            break
+        await asyncio.sleep(0.3)
+    else:
+        raise AssertionError(f"the access request did not finish: {run.contract()}")
+    steps = [step.name for step in await backend.journal("access-request-0001")]
+    assert "open_access (activity 2)" in steps, steps  # granted: the access was opened
