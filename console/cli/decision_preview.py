@@ -182,3 +182,27 @@ def render_preview(preview: DecisionPreview, console: Console, *, reason: str) -
     out.row("reason", esc(reason) if reason else "[dim]none[/]")
     for line in out.lines:
         console.print(line)
+
+
+#: what each decision needs besides the id, for the suggested next command
+_DECISION_INPUT = {
+    "approve": "",
+    "edit": " --args JSON",
+    "reject": " --feedback TEXT",
+    "respond": " --text TEXT",
+}
+
+
+def decision_input(kind: str, interrupt: dict[str, Any] | None) -> str:
+    """What decision ``kind`` needs besides the id, for a suggested command (``interrupt``:
+    its contract): a respond to a native handler that published a JSON Schema takes JSON,
+    the schema's required fields named (``--text`` would send a string the schema refuses)."""
+    if kind == "respond" and interrupt is not None:
+        for handler in interrupt.get("handlers") or []:
+            schema = handler.get("args_schema") if isinstance(handler, dict) else None
+            if isinstance(schema, dict):
+                required = schema.get("required")
+                fields = ", ".join(f'"{k}": ...' for k in required if isinstance(k, str)) if (
+                    isinstance(required, list)) else "..."
+                return f" --json '{{{fields}}}'"
+    return _DECISION_INPUT[kind]

@@ -24,6 +24,7 @@ from console.cli.completion import complete_pending_interrupt_ids
 from console.cli.confirm import ask_or_stop_while_connected, refuse_unconfirmable
 from console.cli.decision_preview import (
     DecisionPreview,
+    decision_input,
     prepare_decision,
     refuse_decided,
     refuse_unseen,
@@ -89,15 +90,6 @@ def parse_json_value(text: str, option: str) -> Any:
             ExitCode.USAGE,
             f"{source} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
         )
-
-
-#: what each decision needs besides the id, for the suggested next command
-_DECISION_INPUT = {
-    "approve": "",
-    "edit": " --args JSON",
-    "reject": " --feedback TEXT",
-    "respond": " --text TEXT",
-}
 
 
 @dataclass(frozen=True)
@@ -172,7 +164,9 @@ class DecisionOutcome:
             contract = self.preview.contract(request.reason)
             emit(output, contract, partial(self._print_preview, request.reason))
             if output is OutputFormat.TEXT:
-                suggest([f"irq {kind} {interrupt_id}{_DECISION_INPUT[kind]}"])
+                intr = self.preview.interrupt
+                suggest([f"irq {kind} {interrupt_id}"
+                         f"{decision_input(kind, intr.contract() if intr else None)}"])
             return
         if self.waited is not None:
             from console.cli.bulk import finish

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from console.cli.completion import complete_run_ids
+from console.cli.decision_preview import decision_input
 from console.cli.options import (
     ContextOption,
     ListFilterOption,
@@ -96,7 +97,7 @@ def inbox_command(
             if "reject" in allowed:
                 steps.append(f"irq reject {first['id']} --feedback TEXT")
             if "respond" in allowed:
-                steps.append(f"irq respond {first['id']} --text TEXT")
+                steps.append(f"irq respond {first['id']}{decision_input('respond', first)}")
             suggest(steps)
 
     emit(output, contracts, text)
