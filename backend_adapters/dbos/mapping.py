@@ -84,15 +84,39 @@ def intent_of(attrs: Mapping[str, Any]) -> str | None:
     return action if isinstance(action, str) else None
 
 
+#: how much later than the cancel a resume intent must be dated to say the resume has not
+#: applied yet: DBOS dates rows by the database's clock, on SQLite before Python 3.12 to the
+#: second, and irq dates intents by the gateway's
+RESUME_PENDING_MARGIN_MS = 1000
+
+
 def paused_by_irq(status: Any, ledger_paused: bool) -> bool:
     """Whether a CANCELLED workflow is paused: the ``irq.intent`` attribute (written by
-    whichever gateway acted last, before it cancelled) decides; without one, the ledger."""
+    whichever gateway acted last, before it cancelled) decides; without one, the ledger.
+
+    A resume writes its intent before ``resume_workflow``, so CANCELLED with intent
+    ``resume`` is either a resume in progress (still paused) or a run resumed and then
+    cancelled outside irq. The gateway that resumes keeps its ledger mark until a poll read
+    the run resumed (``pause_ends.py``); any gateway, whatever its ledger, also reads the row
+    itself: ``resume_workflow`` clears ``completed_at`` and a later cancel sets it again, so
+    an intent dated after the cancel that set ``completed_at`` means the resume has not
+    applied yet (:func:`resume_pending`)."""
     if status.status != "CANCELLED":
         return False
-    intent = intent_of(attributes_of(status))
+    attrs = attributes_of(status)
+    intent = intent_of(attrs)
     if intent in ("pause", "cancel"):
         return intent == "pause"
-    return ledger_paused
+    return ledger_paused or (intent == "resume" and resume_pending(attrs, status.completed_at))
+
+
+def resume_pending(attrs: Mapping[str, Any], completed_at_ms: int | None) -> bool:
+    """Whether a CANCELLED row's resume intent is dated after the cancel (``completed_at``,
+    epoch ms) by :data:`RESUME_PENDING_MARGIN_MS` or more: the resume has not applied."""
+    at = parse_iso(_dict_attr(attrs, ATTR_INTENT).get("at"))
+    if at is None or completed_at_ms is None:
+        return False
+    return at.timestamp() * 1000 - completed_at_ms >= RESUME_PENDING_MARGIN_MS
 
 
 def needs_cleanup(attrs: dict[str, Any]) -> bool:

@@ -2,8 +2,9 @@
 
 An irq pause is a CANCELLED workflow plus irq's record of it: the ``irq.intent=pause``
 attribute and the ledger mark. A resume writes ``irq.intent=resume`` *before* it calls
-``resume_workflow``, so for a moment the row reads CANCELLED with intent ``resume`` and only
-the mark says that this CANCELLED still means paused (:func:`mapping.paused_by_irq`). A poll
+``resume_workflow``, so for a moment the row reads CANCELLED with intent ``resume``, and only
+the mark (and, when the pause is a second or more old, the row's own dates:
+:func:`mapping.resume_pending`) says that this CANCELLED still means paused. A poll
 reads the rows on a pool thread and maps them later on the event loop: when the resume cleared
 the mark as it returned, a poll that had read the row in that moment showed the paused run as
 cancelled (terminal) for one poll, and ``irq resume --wait`` reported "ended cancelled".

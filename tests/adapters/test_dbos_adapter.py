@@ -333,7 +333,8 @@ async def test_a_poll_that_read_the_row_mid_resume_shows_paused_not_cancelled(
     """A resume writes irq.intent=resume, then calls resume_workflow: a poll that read the
     row between the two (CANCELLED, intent resume) and maps it after the resume returned
     showed the paused run as cancelled (terminal; ``irq resume --wait`` said "ended
-    cancelled" once in CI). Both are held here at those points, in that order."""
+    cancelled" once in CI). Both are held here at those points, in that order. A gateway
+    on another journal, without the pause mark, reads the same row as paused too."""
     ledger = MemoryPauseLedger()
     backend = open_backend(f"dbos+sqlite:///{dbos_worker.db}?poll=0.5", ledger)
     assert isinstance(backend, DBOSBackend)
@@ -354,8 +355,19 @@ async def test_a_poll_that_read_the_row_mid_resume_shows_paused_not_cancelled(
             return resume_workflow(workflow_id)
 
         monkeypatch.setattr(client, "resume_workflow", held_resume)
+        await asyncio.sleep(1.1)  # an intent dated past the cancel's second (SQLite's)
         resuming = asyncio.create_task(backend.resume(wid, reason="go", identity="alice"))
         await waiter(at_resume.is_set)
+        # a gateway on another journal (no pause mark) reads the row itself: still paused
+        other = open_backend(f"dbos+sqlite:///{dbos_worker.db}?poll=0.5", MemoryPauseLedger())
+        assert isinstance(other, DBOSBackend)
+        await other.start()
+        try:
+            assert (await other.get_run(wid)).state is RunState.PAUSED
+            seen, _ = await observed(other, wid)
+            assert seen is not None and seen.state is RunState.PAUSED
+        finally:
+            await other.close()
 
         observer = backend._observer
         listed, go_map = threading.Event(), threading.Event()

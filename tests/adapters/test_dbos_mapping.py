@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ from backend_adapters.dbos.location import locate
 from backend_adapters.dbos.mapping import (
     interrupt_from_payload,
     journal_from_steps,
+    paused_by_irq,
     run_from_status,
     state_of,
 )
@@ -207,3 +209,31 @@ def test_application_version_derived_from_the_code_is_not_pinned():
     queued = run_from_status(SimpleNamespace(**{**vars(status), "status": "ENQUEUED"}),
                              context="local", paused=False)
     assert queued.heartbeat_expected is False
+
+
+def test_a_resume_intent_dated_after_the_cancel_is_a_resume_in_progress():
+    """Any gateway, whatever its pause ledger, reads a CANCELLED row with intent resume as
+    still paused while the intent is dated after the cancel (resume_workflow not applied);
+    a cancel after the resume (completed_at set again, on SQLite to the second) is a cancel."""
+    paused_at = 1_764_900_000_000  # the pause's cancel_workflow set completed_at
+
+    def row(intent_at_ms: int | None, completed_at: int | None) -> SimpleNamespace:
+        intent = {"action": "resume", "by": "alice", "reason": "go"}
+        if intent_at_ms is not None:
+            intent["at"] = datetime.fromtimestamp(intent_at_ms / 1000, UTC).isoformat()
+        return SimpleNamespace(
+            status="CANCELLED", completed_at=completed_at, attributes={"irq.intent": intent}
+        )
+
+    assert paused_by_irq(row(paused_at + 30_000, paused_at), ledger_paused=False)
+    # the resume applied, then a direct cancel in the same second (SQLite truncates)
+    assert not paused_by_irq(row(paused_at + 30_400, paused_at + 30_000), ledger_paused=False)
+    assert not paused_by_irq(row(paused_at + 30_000, paused_at + 31_000), ledger_paused=False)
+    # nothing to compare: the ledger decides
+    assert not paused_by_irq(row(None, paused_at), ledger_paused=False)
+    assert not paused_by_irq(row(paused_at + 30_000, None), ledger_paused=False)
+    assert paused_by_irq(row(paused_at + 30_000, paused_at + 31_000), ledger_paused=True)
+    assert not paused_by_irq(
+        SimpleNamespace(**{**vars(row(paused_at + 30_000, paused_at)), "status": "ENQUEUED"}),
+        ledger_paused=True,
+    )
