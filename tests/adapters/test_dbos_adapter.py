@@ -561,36 +561,42 @@ async def test_a_recovered_run_is_retrying_until_it_completes_a_step_after_the_r
     backend = open_backend(f"dbos+sqlite:///{worker.db}", MemoryPauseLedger())
     await backend.start()
     try:
-        wid = worker.enqueue(plan(step("one"), step("two", 4.0), step("three", 6.0)))
-        first = await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "two")
-        assert first.retrying is None
-        worker.kill()
-        worker.start()  # DBOS recovers the run: "two" runs again, from its start
-
-        async def polled(check):
-            async def probe():
-                run = (await observed(backend, wid))[0]
-                return run if run is not None and check(run) else None
-
-            return await waiter(probe, timeout_s=30)
-
-        again = await polled(lambda r: r.attempt == 2 and executions(worker, wid, "two") == 2)
-        assert again.in_flight_step == "two" and again.state is RunState.RUNNING
-        assert again.retrying is not None and again.retrying.attempt == 2
-        assert "recovered 1 time(s)" in again.retrying.last_error
-        assert "no step completed since its latest dispatch" in again.retrying.last_error
-        assert (await backend.get_run(wid)).retrying == again.retrying
-
-        # "two" completes after the recovery (its row is journaled before "three" starts and
-        # marks itself in flight): the run moved on while it still runs
-        moved = await polled(lambda r: r.in_flight_step == "three")
-        assert moved.state is RunState.RUNNING and moved.native_state == "PENDING"
-        assert moved.attempt == 2 and executions(worker, wid, "three") == 1
-        assert moved.retrying is None
-        assert (await backend.get_run(wid)).retrying is None
+        await retrying_until_a_step_after_the_recovery(backend, worker, waiter)
     finally:
         worker.stop()
         await backend.close()
+
+
+async def retrying_until_a_step_after_the_recovery(backend, worker, waiter) -> None:
+    """SIGKILL the worker mid-step and start it again: the recovered run is ``retrying``
+    until a step started after the recovery completes (test_dbos_postgres runs it too)."""
+    wid = worker.enqueue(plan(step("one"), step("two", 4.0), step("three", 6.0)))
+    first = await run_where(backend, wid, waiter, lambda r: r.in_flight_step == "two")
+    assert first.retrying is None
+    worker.kill()
+    worker.start()  # DBOS recovers the run: "two" runs again, from its start
+
+    async def polled(check):
+        async def probe():
+            run = (await observed(backend, wid))[0]
+            return run if run is not None and check(run) else None
+
+        return await waiter(probe, timeout_s=30)
+
+    again = await polled(lambda r: r.attempt == 2 and executions(worker, wid, "two") == 2)
+    assert again.in_flight_step == "two" and again.state is RunState.RUNNING
+    assert again.retrying is not None and again.retrying.attempt == 2
+    assert "recovered 1 time(s)" in again.retrying.last_error
+    assert "no step completed since its latest dispatch" in again.retrying.last_error
+    assert (await backend.get_run(wid)).retrying == again.retrying
+
+    # "two" completes after the recovery (its row is journaled before "three" starts and
+    # marks itself in flight): the run moved on while it still runs
+    moved = await polled(lambda r: r.in_flight_step == "three")
+    assert moved.state is RunState.RUNNING and moved.native_state == "PENDING"
+    assert moved.attempt == 2 and executions(worker, wid, "three") == 1
+    assert moved.retrying is None
+    assert (await backend.get_run(wid)).retrying is None
 
 
 # ------------------------------------------------------------------------ error mapping

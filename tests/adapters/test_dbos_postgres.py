@@ -24,6 +24,7 @@ from test_dbos_adapter import (
     observed,
     pending_interrupt,
     plan,
+    retrying_until_a_step_after_the_recovery,
     run_where,
     step,
 )
@@ -221,3 +222,12 @@ async def test_postgres_progress_since_dispatch_is_read_with_the_same_query(
         lambda: stepped_since_dispatch(database.connected(), [wid, "no-such-workflow"]))
     assert stepped == {wid}
     await run_where(backend, wid, waiter, lambda r: r.state is RunState.COMPLETED)
+
+
+async def test_postgres_a_recovered_run_is_retrying_until_a_step_after_the_recovery(
+    backend, pg_worker, waiter
+):
+    """The same SIGKILL and recovery as on SQLite, on PostgreSQL: the dispatch time is the
+    database's clock (``started_at_epoch_ms``), a step's start the worker's. The worker is
+    started again (same executor id), so the module's later tests keep their worker."""
+    await retrying_until_a_step_after_the_recovery(backend, pg_worker, waiter)
