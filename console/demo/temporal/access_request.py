@@ -115,7 +115,7 @@ REQUESTS = (("globex.example", "billing", ["invoices", "payments"],
 def access_request_plan(gen: int, rng: random.Random, locks: Path,
                         scale: float) -> dict[str, Any]:
     """The demo fleet's input for generation ``gen`` (the signature of the demo's lanes'
-    plans, console/demo/temporal/agents.py ``Lane``; ``locks`` unused: nothing is held)."""
+    plans, console/demo/temporal/lanes.py ``Lane``; ``locks`` unused: nothing is held)."""
     customer, database, tables, reason = REQUESTS[(gen - 1) % len(REQUESTS)]
     return {"customer": customer, "database": f"{database}-prod", "tables": tables,
             "reason": reason, "scope_s": 2.0 * scale, "open_s": 3.0 * scale,

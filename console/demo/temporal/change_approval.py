@@ -90,7 +90,7 @@ MIGRATIONS = (("add-index-orders-customer", ["orders"]),
 def change_approval_plan(gen: int, rng: random.Random, locks: Path,
                          scale: float) -> dict[str, Any]:
     """The demo fleet's input for generation ``gen`` (the signature of the demo's lanes'
-    plans, console/demo/temporal/agents.py ``Lane``; ``locks`` unused: nothing is held)."""
+    plans, console/demo/temporal/lanes.py ``Lane``; ``locks`` unused: nothing is held)."""
     migration, tables = MIGRATIONS[(gen - 1) % len(MIGRATIONS)]
     return {"migration": migration, "tables": tables, "plan_s": 2.0 * scale,
             "apply_s": 4.0 * scale, "timeout_s": 86400}

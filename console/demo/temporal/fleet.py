@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from console.demo.launcher import DemoEnvironment, DemoExtension
-    from console.demo.temporal.agents import Lane
+    from console.demo.temporal.lanes import Lane
 
 TASK_QUEUE = "irq-demo"
 NAMESPACE = "default"
@@ -225,7 +225,8 @@ async def serve(
 
     from backend_adapters.temporal.agent import worker_options
     from backend_adapters.temporal.policy_tools import policy_activities
-    from console.demo.temporal.agents import ACTIVITIES, LANES, WORKFLOWS
+    from console.demo.temporal.agents import ACTIVITIES, WORKFLOWS
+    from console.demo.temporal.lanes import LANES
 
     locks = workdir / "locks"
     locks.mkdir(parents=True, exist_ok=True)

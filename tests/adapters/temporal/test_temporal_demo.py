@@ -17,8 +17,8 @@ from backend_adapters.base import BackendError, MemoryPauseLedger
 from backend_adapters.registry import open_backend
 from backend_adapters.temporal.adapter import TemporalBackend
 from console.demo.launcher import DemoEnvironment, DemoExtension
-from console.demo.temporal.agents import LANES
 from console.demo.temporal.fleet import BUILD_ID, DEPLOYMENT, demo_extension
+from console.demo.temporal.lanes import LANES
 from console.model import Decision, DecisionKind, Interrupt, InterruptKind, Run, RunState
 from console.processes import ChildProcess, pid_alive
 from console.semantics import recoverability_warnings as warnings_of
