@@ -26,7 +26,7 @@ from console.cli.output import (
     styled,
     suggest,
 )
-from console.cli.session import connection_of, with_gateway
+from console.cli.session import bulk_json, connection_of, with_gateway
 from console.leak_rule import leak_reason
 
 if TYPE_CHECKING:
@@ -103,11 +103,12 @@ def runs_command(
             "runs", states=sorted(states) or None, backend=backend, expr=filter_)
         return data
 
-    listing = with_gateway(conn, fetch, snapshot=False)
-    contracts: list[dict[str, Any]] = listing.get("runs", [])
-    fields = listing.get("fields")
-    if fields:  # the gateway sends cached contracts in its own order; printed in the contract's
-        contracts = [{k: c[k] for k in fields} for c in contracts]
+    with bulk_json():
+        listing = with_gateway(conn, fetch, snapshot=False)
+        contracts: list[dict[str, Any]] = listing.get("runs", [])
+        fields = listing.get("fields")
+        if fields:  # the gateway sends cached contracts in its own order; printed in the
+            contracts = [{k: c[k] for k in fields} for c in contracts]  # contract's
 
     _health_warnings(listing.get("backends", []))  # stderr, in every output format
 

@@ -4,7 +4,9 @@ gateway errors as exit codes, and expanding short run / interrupt ids from the s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import gc
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -108,6 +110,23 @@ def with_gateway(
         return run_async(session())
     except GatewayError as exc:
         fail_from_error(exc)
+
+
+@contextmanager
+def bulk_json() -> Iterator[None]:
+    """Around a one-shot command's decoding, reshaping and printing of a large JSON answer
+    (``irq runs -o json`` at 10,000 runs: ~100,000 dicts and lists). Such values hold no
+    reference cycles, yet every few hundred new containers the cyclic collector ran, and
+    its older generations rescanned the growing listing: ~30 ms of that command's ~0.4 s
+    (benchmarks/cli_startup.py). Collection is paused meanwhile; it was already off when
+    the caller turned it off."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def read_only_guard(conn: Connection, what: str) -> None:
