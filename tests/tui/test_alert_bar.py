@@ -86,3 +86,26 @@ async def test_bar_and_alerts_screen_at_80x24_show_what_each_alert_is_about() ->
         text = screen_text(app)
         assert "billing-206d" in text and "nightly-sync-" in text
         assert "to do  look at the step's error; irq show temporal:local/nightly-sync-206d" in text
+
+
+async def test_a_long_alert_list_scrolls_in_its_table_and_keeps_title_and_detail() -> None:
+    """With more alerts than rows (a demo that ran for an hour), the table scrolls inside
+    its own space: the title above it and the detail pane below it stay on the screen."""
+    many = [raised(100 + i, kind="retrying", subject=f"temporal:local/w-{i}",
+                   run=f"temporal:local/w-{i}", detail=f"w-{i}: step a at attempt {i + 2}",
+                   action=f"look at the step's error; irq show temporal:local/w-{i}")
+            for i in range(40)]
+    source = RecordedSource(json.loads(DATA.read_text()), url="recorded")
+    source.view.alerts = {a.id: a for a in many}
+    at = source.recorded_at
+    app = IrqApp(source, context="demo", clock=lambda: at, ping_interval=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await until(pilot, lambda: "Alerts: 40 open" in screen_text(app), "the alerts screen")
+        for _ in range(30):
+            await pilot.press("down")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "Alerts: 40 open" in text
+        assert "to do  look at the step's error; irq show temporal:local/w-30" in text

@@ -83,9 +83,9 @@ class ListScreen(ViewScreen, Generic[T]):
         yield from self.compose_top()
         yield Static("", id=f"{self.NAME}-title", classes="view-title")
         table: DataTable[str | Text] = DataTable(cursor_type="row", id=f"{self.NAME}-table",
-                                                 zebra_stripes=False)
+                                                 zebra_stripes=False, classes="list-table")
         yield table
-        yield Static("", id=self.DETAIL_ID)
+        yield Static("", id=self.DETAIL_ID, classes="list-detail")
         yield from self.compose_bottom()
 
     @property
