@@ -64,11 +64,16 @@ def test_the_bar_shows_the_newest_unacknowledged_alert_and_counts_repeated_kinds
     assert headline(other) == "x: step a at attempt 3"  # unnamed run: its native id
 
 
-async def test_bar_and_alerts_screen_at_80x24_show_what_each_alert_is_about() -> None:
+def recorded_app(alerts: list[Alert]) -> IrqApp:
+    """The console on the recorded fleet, holding ``alerts``, its clock at the recording."""
     source = RecordedSource(json.loads(DATA.read_text()), url="recorded")
-    source.view.alerts = {a.id: a for a in ALERTS}
+    source.view.alerts = {a.id: a for a in alerts}
     at = source.recorded_at
-    app = IrqApp(source, context="demo", clock=lambda: at, ping_interval=0)
+    return IrqApp(source, context="demo", clock=lambda: at, ping_interval=0)
+
+
+async def test_bar_and_alerts_screen_at_80x24_show_what_each_alert_is_about() -> None:
+    app = recorded_app(ALERTS)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         text = screen_text(app)
@@ -95,10 +100,7 @@ async def test_a_long_alert_list_scrolls_in_its_table_and_keeps_title_and_detail
                    run=f"temporal:local/w-{i}", detail=f"w-{i}: step a at attempt {i + 2}",
                    action=f"look at the step's error; irq show temporal:local/w-{i}")
             for i in range(40)]
-    source = RecordedSource(json.loads(DATA.read_text()), url="recorded")
-    source.view.alerts = {a.id: a for a in many}
-    at = source.recorded_at
-    app = IrqApp(source, context="demo", clock=lambda: at, ping_interval=0)
+    app = recorded_app(many)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("4")
