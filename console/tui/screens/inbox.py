@@ -15,8 +15,9 @@ from console.tui.attention import COPY_ID_BINDING
 from console.tui.inert_text import inert
 from console.tui.interrupt_text import action_preview, args_text, interrupt_header
 from console.tui.messages import FleetChange
+from console.tui.run_columns import run_label
 from console.tui.screens.base import DECISION_BINDINGS, ViewScreen, selected_row_key
-from console.tui.state_display import format_age
+from console.tui.state_display import format_age, truncate_middle
 from console.tui.widgets.table_fit import fit_columns
 
 DECISION_KEYS = {"approve": "a", "edit": "e", "reject": "n", "respond": "t"}
@@ -65,6 +66,17 @@ class InboxScreen(ViewScreen):
         width = self.size.width * 3 // 5 if wide else self.size.width
         fit_columns(self.table, width, {"age": 4, "keys": 4},
                     {"run": (2, 12), "title": (3, 14), "action": (3, 12)})
+        if self.table.columns:
+            self._rebuild()  # the RUN cells are cut to the column's new width
+
+    def _run_cell(self, intr: Interrupt) -> Text:
+        """The run as the fleet's RUN column names it (a LangGraph thread's UUIDv7 ids share
+        their first dozen characters: led by the graph's name, cut in the middle)."""
+        g = self.irq.glyphs
+        run = self.irq.view.runs.get(intr.run_id)
+        label = run_label(run, g) if run is not None else intr.run_id.split("/", 1)[-1]
+        width = next((c.width for k, c in self.table.columns.items() if k.value == "run"), 0)
+        return inert(truncate_middle(label, width, g.ellipsis) if width > 0 else label)
 
     def focus_main(self) -> None:
         self.table.focus()
@@ -89,7 +101,7 @@ class InboxScreen(ViewScreen):
             keys = "".join(DECISION_KEYS[d.value] for d in intr.allowed_decisions)
             table.add_row(
                 format_age((now - intr.created_at).total_seconds()),
-                inert(intr.run_id.split("/", 1)[-1]),
+                self._run_cell(intr),
                 inert(intr.title),
                 inert(action_preview(intr, 200)),
                 keys,
