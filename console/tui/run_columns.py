@@ -102,10 +102,16 @@ def run_label(run: Run, g: GlyphSet) -> str:
     """What the RUN column shows: the native id, led by the run's name when the id does not
     already say what the run is (a LangGraph thread's UUID, a Restate ``inv_…`` id): at 80
     columns there is no NAME column, and a screen of bare UUIDs tells the operator nothing."""
-    first = _NAME_WORD.search(run.name)
-    if first is None or first.group().lower() in run.native_id.lower():
-        return run.native_id
-    return f"{run.name} {g.separator} {run.native_id}"
+    return name_led(run.name, run.native_id, g.separator)
+
+
+def name_led(name: str, native_id: str, separator: str) -> str:
+    """``native_id``, led by ``name`` unless the id already holds the name's first word (the
+    RUN column, the inbox's, the alerts' ABOUT)."""
+    first = _NAME_WORD.search(name)
+    if first is None or first.group().lower() in native_id.lower():
+        return native_id
+    return f"{name} {separator} {native_id}"
 
 
 def cell(

@@ -16,7 +16,9 @@ from tui_pilot import until
 from console.alert_model import Alert
 from console.tui.app import IrqApp
 from console.tui.fleet_source import RecordedSource
-from console.tui.widgets.alert_bar import alert_bar_text, headline
+from console.tui.screens.alerts import about_cell
+from console.tui.state_display import ASCII, UNICODE
+from console.tui.widgets.alert_bar import alert_bar_text, detail_without_run, headline
 
 AT = datetime(2026, 12, 4, 7, 27, 30, tzinfo=UTC)
 INV = "restate:local/inv_1lpwaxYCQd9t0VuQJoi09RKkDTn1pYaqkI"
@@ -83,8 +85,9 @@ async def test_bar_and_alerts_screen_at_80x24_show_what_each_alert_is_about() ->
         await pilot.pause(0.2)
         table = app.screen.query_one("#alerts-table", DataTable)
         rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
-        assert [r[2] for r in rows] == ["nightly-sync-206d", "billing-206d",
-                                        "inv_1lpwaxYCQd9t0VuQJoi09RKkDTn1pYaqkI"]
+        # ids cut in the middle (their ends differ); a Restate invocation id says nothing of
+        # the run, its name (Orders/fulfil) does
+        assert [r[2] for r in rows] == ["nightl…c-206d", "billing-206d", "Orders/fulfil"]
         # the detail cell starts after the run's name, which ABOUT already shows
         assert rows[0][3].startswith("step flaky_call (activity 1) at attempt 42")
         assert rows[2][3].startswith("the engine stopped retrying: RuntimeError")
@@ -111,3 +114,17 @@ async def test_a_long_alert_list_scrolls_in_its_table_and_keeps_title_and_detail
         text = screen_text(app)
         assert "Alerts: 40 open" in text
         assert "to do  look at the step's error; irq show temporal:local/w-30" in text
+
+
+def test_about_leads_with_the_name_where_it_fits_else_the_name_of_an_opaque_id() -> None:
+    def about(alert: Alert, width: int, g=UNICODE) -> str:
+        return about_cell(alert, detail_without_run(alert)[0], width, g)
+
+    assert about(GIVEN_UP, 80) == f"Orders/fulfil · {INV.split('/')[1]}"
+    assert about(GIVEN_UP, 80, ASCII) == f"Orders/fulfil | {INV.split('/')[1]}"
+    assert about(GIVEN_UP, 13) == "Orders/fulfil"  # the invocation id tells nothing
+    assert about(GIVEN_UP, 10) == "Orde…ulfil"
+    assert about(RETRYING, 60) == "AlwaysFailing · nightly-sync-206d"
+    assert about(RETRYING, 13) == "nightl…c-206d"  # a chosen id: kept, cut in the middle
+    assert about(NO_WORKERS, 13) == "billing-206d"  # no run: the subject's last part
+    assert about(GIVEN_UP, 0).startswith("Orders/fulfil · inv_")  # before the layout

@@ -16,9 +16,12 @@ from console.alert_model import Alert
 from console.terminal_text import terminal_safe
 from console.tui.inert_text import inert
 from console.tui.messages import FleetChange
+from console.tui.run_columns import name_led
 from console.tui.screens import mutation_flows, named_flows
 from console.tui.screens.list_screen import Column, ListScreen
+from console.tui.state_display import GlyphSet, truncate_middle
 from console.tui.widgets.alert_bar import about_label, detail_without_run
+from console.tui.widgets.table_fit import column_width
 
 STATE_STYLE = {"open": "bold red", "acknowledged": "yellow", "cleared": "dim"}
 _ORDER = {"open": 0, "acknowledged": 1, "cleared": 2}
@@ -28,6 +31,24 @@ def ordered(alerts: list[Alert]) -> list[Alert]:
     """Open, acknowledged, cleared; newest first within each."""
     by_time = sorted(alerts, key=lambda a: a.raised_at, reverse=True)
     return sorted(by_time, key=lambda a: _ORDER.get(a.state, 3))
+
+
+#: backends whose run ids the engine makes up (a Restate invocation id, a LangGraph thread's
+#: UUID): such an id says nothing of what the run is
+OPAQUE_RUN_IDS = frozenset({"restate", "langgraph"})
+
+
+def about_cell(alert: Alert, name: str, width: int, g: GlyphSet) -> str:
+    """ABOUT, ``width`` wide (0: not laid out yet): what the alert is about, led by the run's
+    name as the fleet's RUN column is (the detail cell leaves the name out). Where both do
+    not fit, the name for an id the engine made up (four ``inv_…`` rows told the operator
+    nothing), else the id, which the person who started the run chose; cut in the middle."""
+    about = about_label(alert)
+    led = name_led(name, about, g.separator)
+    if width <= 0 or len(led) <= width:
+        return led
+    shown = name if name and alert.backend in OPAQUE_RUN_IDS else about
+    return truncate_middle(shown, width, g.ellipsis)
 
 
 def state_cell(alert: Alert, now: datetime) -> Text:
@@ -79,8 +100,10 @@ class AlertsScreen(ListScreen[Alert]):
 
     def cells(self, item: Alert) -> tuple[str | Text, ...]:
         # ABOUT names the run: the detail cell starts where the run's name ends
-        return (state_cell(item, self.irq.clock()), inert(item.kind), inert(about_label(item)),
-                inert(detail_without_run(item)[1]))
+        name, rest = detail_without_run(item)
+        about = about_cell(item, name, column_width(self.table, "about"), self.irq.glyphs)
+        return (state_cell(item, self.irq.clock()), inert(item.kind), inert(about),
+                inert(rest))
 
     def headline(self, shown: list[Alert]) -> Text:
         active = [a for a in shown if a.state != "cleared"]

@@ -18,7 +18,7 @@ from console.tui.messages import FleetChange
 from console.tui.run_columns import run_label
 from console.tui.screens.base import DECISION_BINDINGS, ViewScreen, selected_row_key
 from console.tui.state_display import format_age, truncate_middle
-from console.tui.widgets.table_fit import fit_columns
+from console.tui.widgets.table_fit import column_width, fit_columns
 
 DECISION_KEYS = {"approve": "a", "edit": "e", "reject": "n", "respond": "t"}
 
@@ -75,7 +75,7 @@ class InboxScreen(ViewScreen):
         g = self.irq.glyphs
         run = self.irq.view.runs.get(intr.run_id)
         label = run_label(run, g) if run is not None else intr.run_id.split("/", 1)[-1]
-        width = next((c.width for k, c in self.table.columns.items() if k.value == "run"), 0)
+        width = column_width(self.table, "run")
         return inert(truncate_middle(label, width, g.ellipsis) if width > 0 else label)
 
     def focus_main(self) -> None:

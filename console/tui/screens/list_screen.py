@@ -104,6 +104,8 @@ class ListScreen(ViewScreen, Generic[T]):
         fit_columns(self.table, self.size.width,
                     {c.key: c.width for c in self.COLUMNS if c.share is None},
                     {c.key: c.share for c in self.COLUMNS if c.share is not None})
+        if self.table.columns:
+            self._rebuild()  # cells cut to their column's width (column_width) are cut anew
 
     def focus_main(self) -> None:
         self.table.focus()

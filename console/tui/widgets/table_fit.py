@@ -24,3 +24,8 @@ def fit_columns(table: DataTable[Any], width: int, fixed: dict[str, int],
             column.auto_width = False
             column.width = widths[str(column_key.value)]
     table.refresh(layout=True)
+
+
+def column_width(table: DataTable[Any], key: str) -> int:
+    """The width a column has now (0: no such column), for cells cut to fit it."""
+    return next((c.width for k, c in table.columns.items() if k.value == key), 0)
