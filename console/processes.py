@@ -33,6 +33,30 @@ def free_port(host: str = HOST) -> int:
         return int(sock.getsockname()[1])
 
 
+def distinct_free_ports(count: int, host: str = HOST) -> tuple[int, ...]:
+    """``count`` different free ports, in ascending order."""
+    ports: set[int] = set()
+    while len(ports) < count:
+        ports.add(free_port(host))
+    return tuple(sorted(ports))
+
+
+class PortTaken(RuntimeError):
+    """A server exited because another process had bound one of its ports.
+
+    A free port is free only when it was picked: another server picking its own ports, or a
+    parallel test, can bind it before the child does. A first start can move to fresh ports
+    (:func:`port_taken` reads the child's last words); a restart cannot, clients hold them.
+    """
+
+
+def port_taken(message: str) -> bool:
+    """Does a server's exit message say a port was in use (Go: "address already in use",
+    Rust: "Address in use (os error 98)")?"""
+    text = message.lower()
+    return "address already in use" in text or "address in use" in text
+
+
 def stop_process(proc: subprocess.Popen[Any], grace_s: float = 10.0) -> None:
     """SIGTERM ``proc`` by its pid, and SIGKILL it if it is still there after ``grace_s``.
 

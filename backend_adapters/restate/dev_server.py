@@ -20,7 +20,15 @@ from pathlib import Path
 
 import httpx
 
-from console.processes import HOST, ChildProcess, free_port, wait_until
+from console.processes import (
+    HOST,
+    ChildProcess,
+    PortTaken,
+    distinct_free_ports,
+    free_port,
+    port_taken,
+    wait_until,
+)
 
 #: where ``make install`` puts the npm package (``npm install --prefix .venv/restate``)
 NPM_PREFIX = Path(sys.prefix) / "restate"
@@ -64,6 +72,7 @@ class RestateServer:
     ingress_port: int = field(default_factory=free_port)
     node_port: int = field(default_factory=free_port)
     child: ChildProcess | None = None
+    started_once: bool = False
 
     @property
     def admin_url(self) -> str:
@@ -100,10 +109,25 @@ class RestateServer:
             stop_signals=(signal.SIGINT,),
         )
 
-    def start(self, timeout_s: float = 60.0) -> None:
-        self.child = self.process()
-        self.child.start()
-        _wait(self.answers, "restate-server", timeout_s, self.child)
+    def start(self, timeout_s: float = 60.0, port_tries: int = 3) -> None:
+        """Start the server and wait until it answers. On the first start, a server that exits
+        because a port was taken meanwhile is started again on fresh ports, up to
+        ``port_tries`` times; a restart keeps its ports and raises :class:`PortTaken`."""
+        for attempt in range(port_tries):
+            self.child = self.process()
+            self.child.start()
+            try:
+                _wait(self.answers, "restate-server", timeout_s, self.child)
+            except RuntimeError as exc:
+                self.stop()
+                if not port_taken(str(exc)):
+                    raise
+                if self.started_once or attempt == port_tries - 1:
+                    raise PortTaken(str(exc)) from exc
+                self.admin_port, self.ingress_port, self.node_port = distinct_free_ports(3)
+                continue
+            self.started_once = True
+            return
 
     def answers(self) -> bool:
         try:

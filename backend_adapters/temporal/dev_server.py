@@ -19,7 +19,15 @@ from typing import Any
 import httpx
 
 from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
-from console.processes import executable, free_port, stop_process, wait_until
+from console.processes import (
+    PortTaken,
+    distinct_free_ports,
+    executable,
+    free_port,
+    port_taken,
+    stop_process,
+    wait_until,
+)
 
 SEARCH_ATTRIBUTE_FLAG = f"{SEARCH_ATTRIBUTE}={SEARCH_ATTRIBUTE_TYPE}"
 
@@ -40,6 +48,7 @@ class DevServer:
     http_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    started_once: bool = False
 
     @property
     def address(self) -> str:
@@ -89,14 +98,37 @@ class DevServer:
             return False
         return r.status_code == 200
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0, port_tries: int = 3) -> None:
+        """Start the server and wait until it answers. On the first start, a server that exits
+        because a port was taken meanwhile (another dev server picks its internal ports the
+        same way) is started again on fresh ports, up to ``port_tries`` times; a restart
+        keeps its ports and raises :class:`PortTaken`."""
+        for attempt in range(port_tries):
+            try:
+                self._start_once(timeout)
+            except PortTaken:
+                if self.started_once or attempt == port_tries - 1:
+                    raise
+                self.grpc_port, self.http_port, self.metrics_port = distinct_free_ports(3)
+                continue
+            self.started_once = True
+            return
+
+    def _start_once(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 (closed with the process)
         self.proc = subprocess.Popen(
             self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
         )
         log.close()
-        if wait_until(self.answers, timeout_s=timeout, interval_s=0.2, failed=self._exited):
+        try:
+            ready = wait_until(self.answers, timeout_s=timeout, interval_s=0.2, failed=self._exited)
+        except RuntimeError as exc:
+            self.proc = None
+            if port_taken(str(exc)):
+                raise PortTaken(str(exc)) from exc
+            raise
+        if ready:
             return
         self.stop()
         raise RuntimeError("temporal dev server did not become ready")

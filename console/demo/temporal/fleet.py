@@ -63,7 +63,7 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
         return None
     from backend_adapters.temporal.dev_server import DevServer, temporal_cli
     from console.demo.launcher import DemoExtension, say
-    from console.processes import ChildProcess, free_port
+    from console.processes import ChildProcess, distinct_free_ports
 
     try:
         cli = temporal_cli()
@@ -72,10 +72,7 @@ def demo_extension(env: DemoEnvironment) -> DemoExtension | None:
         return None
     workdir = env.demo_dir / "temporal"
     workdir.mkdir(parents=True, exist_ok=True)
-    ports: set[int] = set()
-    while len(ports) < 3:
-        ports.add(free_port())
-    grpc_port, http_port, metrics_port = sorted(ports)
+    grpc_port, http_port, metrics_port = distinct_free_ports(3)
     dev = DevServer(workdir, grpc_port, http_port, metrics_port)
     server = ChildProcess(
         name="temporal",
