@@ -41,6 +41,9 @@ def distinct_free_ports(count: int, host: str = HOST) -> tuple[int, ...]:
     return tuple(sorted(ports))
 
 
+PORT_TAKEN_SAYINGS = ("address already in use", "address in use", "the port is in use")
+
+
 class PortTaken(RuntimeError):
     """A server exited because another process had bound one of its ports.
 
@@ -51,10 +54,10 @@ class PortTaken(RuntimeError):
 
 
 def port_taken(message: str) -> bool:
-    """Does a server's exit message say a port was in use (Go: "address already in use",
-    Rust: "Address in use (os error 98)")?"""
+    """Does a server's exit message say a port was in use (Go and Python: "address already in
+    use", Rust: "Address in use (os error 98)", irq serve: "the port is in use")?"""
     text = message.lower()
-    return "address already in use" in text or "address in use" in text
+    return any(said in text for said in PORT_TAKEN_SAYINGS)
 
 
 def stop_process(proc: subprocess.Popen[Any], grace_s: float = 10.0) -> None:

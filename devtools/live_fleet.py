@@ -18,7 +18,7 @@ from pathlib import Path
 
 from console.client import FleetView, GatewayClient, GatewayError
 from console.model import Role
-from console.processes import HOST, ChildProcess, free_port
+from console.processes import HOST, ChildProcess, free_port, port_taken
 
 
 @dataclass
@@ -57,37 +57,53 @@ class LiveFleet:
         from console.gateway.auth import create_token  # the harness mints its own tokens
 
         self.home.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or free_port()
         for role in (Role.OPERATOR, Role.VIEWER, Role.AGENT, Role.ADMIN):
             self.tokens[role.value] = create_token(role, f"tui-{role.value}", self.home)
         env = {"IRQ_HOME": str(self.home)}
-        gateway = ChildProcess(
-            "gateway",
-            [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
-             "--backend", f"dbos+sqlite:///{self.db}"],
-            self.home / "gateway.log",
-            env,
-        )
-        fleet = ChildProcess(
-            "fleet",
-            [sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(self.db),
-             "--agents", str(self.agents), "--workers", str(self.workers),
-             "--preempt-every", str(self.preempt_every_s), "--step-scale", str(self.step_scale),
-             "--downtime", str(self.downtime_s),
-             *(["--showcase", "--approval-rest", "2"] if self.showcase else [])],
-            self.home / "fleet.log",
-            {**env, "IRQ_AGENT_URL": f"{self.url}/agent", "IRQ_AGENT_TOKEN": self.tokens["agent"]},
-        )
-        self.children = [gateway, fleet]
+        self.children = []
         try:
-            gateway.start()
-            self._wait(lambda: self._answers(), gateway, ready_timeout_s)
+            self._start_gateway(env, ready_timeout_s)
+            fleet = ChildProcess(
+                "fleet",
+                [sys.executable, "-m", "console.demo.dbos.fleet", "--db", str(self.db),
+                 "--agents", str(self.agents), "--workers", str(self.workers),
+                 "--preempt-every", str(self.preempt_every_s),
+                 "--step-scale", str(self.step_scale), "--downtime", str(self.downtime_s),
+                 *(["--showcase", "--approval-rest", "2"] if self.showcase else [])],
+                self.home / "fleet.log",
+                {**env, "IRQ_AGENT_URL": f"{self.url}/agent",
+                 "IRQ_AGENT_TOKEN": self.tokens["agent"]},
+            )
+            self.children.append(fleet)
             fleet.start()
             self._wait(lambda: None if self.view().runs else "no runs yet", fleet,
                        ready_timeout_s)
         except BaseException:
             self.stop()
             raise
+
+    def _start_gateway(self, env: dict[str, str], timeout_s: float) -> None:
+        """Start the gateway on ``port``, or on a free one: a port picked here and taken
+        before the gateway bound it (the gateway says so and exits) is replaced by a fresh
+        one, up to three times. A port the caller chose is theirs: taken is an error."""
+        chosen = bool(self.port)
+        for attempt in range(3):
+            self.port = self.port if chosen else free_port()
+            gateway = ChildProcess(
+                "gateway",
+                [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
+                 "--backend", f"dbos+sqlite:///{self.db}"],
+                self.home / "gateway.log",
+                env,
+            )
+            self.children = [gateway]
+            gateway.start()
+            try:
+                self._wait(lambda: self._answers(), gateway, timeout_s)
+                return
+            except RuntimeError as exc:
+                if chosen or attempt == 2 or not port_taken(str(exc)):
+                    raise
 
     def stop(self) -> None:
         for child in reversed(self.children):

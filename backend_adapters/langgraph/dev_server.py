@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from console.processes import HOST, ChildProcess, executable, free_port, wait_until
+from console.processes import HOST, ChildProcess, PortTaken, executable, free_port, wait_until
 
 #: environment that keeps ``langgraph dev`` offline and quiet
 OFFLINE_ENV = {
@@ -60,6 +60,9 @@ class AgentServer:
     jobs_per_worker: int = 4
     extra_env: dict[str, str] = field(default_factory=dict)
     child: ChildProcess | None = None
+    #: set once the server has started on its ports (clients hold them), or by a caller that
+    #: chose them: a taken port is then an error, never a silent move
+    ports_fixed: bool = False
 
     @property
     def url(self) -> str:
@@ -112,9 +115,25 @@ class AgentServer:
                 return line.strip()
         return None
 
-    def start(self, timeout: float = 90.0) -> None:
+    def start(self, timeout: float = 90.0, port_tries: int = 3) -> None:
+        """Start the server and wait until it answers on its port. On the first start, a port
+        taken meanwhile (the CLI then moves to another, which clients would not know) is
+        replaced by a fresh one, up to ``port_tries`` times; a restart keeps its port and
+        raises :class:`PortTaken`."""
+        for attempt in range(port_tries):
+            try:
+                self._start_once(timeout)
+            except PortTaken:
+                if self.ports_fixed or attempt == port_tries - 1:
+                    raise
+                self.port = free_port()
+                continue
+            self.ports_fixed = True
+            return
+
+    def _start_once(self, timeout: float) -> None:
         if self.answers():  # somebody else's server is on the port we were given
-            raise RuntimeError(f"port {self.port} already answers /ok: not our Agent Server")
+            raise PortTaken(f"port {self.port} already answers /ok: not our Agent Server")
         self.child = ChildProcess(
             name="langgraph-dev",
             argv=self.argv(),
@@ -141,7 +160,7 @@ class AgentServer:
         moved = self._moved()
         if moved is not None:
             self.stop()
-            raise RuntimeError(f"langgraph dev did not take port {self.port}: {moved}")
+            raise PortTaken(f"langgraph dev did not take port {self.port}: {moved}")
         return self.answers()
 
     def stop(self) -> None:

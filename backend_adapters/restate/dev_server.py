@@ -72,7 +72,9 @@ class RestateServer:
     ingress_port: int = field(default_factory=free_port)
     node_port: int = field(default_factory=free_port)
     child: ChildProcess | None = None
-    started_once: bool = False
+    #: set once the server has started on its ports (clients hold them), or by a caller that
+    #: chose them: a taken port is then an error, never a silent move
+    ports_fixed: bool = False
 
     @property
     def admin_url(self) -> str:
@@ -122,11 +124,11 @@ class RestateServer:
                 self.stop()
                 if not port_taken(str(exc)):
                     raise
-                if self.started_once or attempt == port_tries - 1:
+                if self.ports_fixed or attempt == port_tries - 1:
                     raise PortTaken(str(exc)) from exc
                 self.admin_port, self.ingress_port, self.node_port = distinct_free_ports(3)
                 continue
-            self.started_once = True
+            self.ports_fixed = True
             return
 
     def answers(self) -> bool:

@@ -48,7 +48,9 @@ class DevServer:
     http_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
-    started_once: bool = False
+    #: set once the server has started on its ports (clients hold them), or by a caller that
+    #: chose them: a taken port is then an error, never a silent move
+    ports_fixed: bool = False
 
     @property
     def address(self) -> str:
@@ -107,11 +109,11 @@ class DevServer:
             try:
                 self._start_once(timeout)
             except PortTaken:
-                if self.started_once or attempt == port_tries - 1:
+                if self.ports_fixed or attempt == port_tries - 1:
                     raise
                 self.grpc_port, self.http_port, self.metrics_port = distinct_free_ports(3)
                 continue
-            self.started_once = True
+            self.ports_fixed = True
             return
 
     def _start_once(self, timeout: float) -> None:

@@ -18,7 +18,7 @@ from typing import IO
 
 from typer.testing import CliRunner
 
-from console.processes import free_port, stop_process
+from console.processes import PortTaken, free_port, port_taken, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VARS = ("IRQ_URL", "IRQ_TOKEN", "IRQ_CONTEXT", "IRQ_DEBUG")
@@ -163,13 +163,31 @@ def start_gateway(
     operator = create_token(Role.OPERATOR, "ops-test", home)
     viewer = create_token(Role.VIEWER, "viewer-test", home)
     admin = create_token(Role.ADMIN, "admin-test", home)
-    port = port or free_port()
+    chosen = port
+    for _attempt in range(3):
+        try:
+            return _serve(home, backends, chosen or free_port(), extra_args,
+                          (operator, viewer, admin))
+        except PortTaken:
+            if chosen is not None:
+                raise
+    raise RuntimeError("irq serve found its port taken three times")
+
+
+def _serve(
+    home: Path, backends: list[str] | None, port: int, extra_args: list[str] | None,
+    tokens: tuple[str, str, str],
+) -> ServedGateway:
+    """Start ``irq serve`` on ``port`` and wait until it answers; :class:`PortTaken` when
+    another process bound the port between the pick and the gateway's bind."""
+    operator, viewer, admin = tokens
     log = home / "serve.log"
     args = [sys.executable, "-m", "console.cli.app", "serve", "--port", str(port)]
     for backend in backends or []:
         args += ["--backend", backend]
     args += extra_args or []
     with open(log, "ab") as out:
+        start = out.tell()
         proc = subprocess.Popen(
             args,
             stdout=out,
@@ -182,6 +200,9 @@ def start_gateway(
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            said = log.read_bytes()[start:].decode(errors="replace")
+            if port_taken(said):
+                raise PortTaken(said)
             raise RuntimeError(f"irq serve exited {proc.returncode}:\n{log.read_text()}")
         if gateway_ready(url, operator):
             return ServedGateway(url, port, home, operator, viewer, admin, proc, log)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_harness import ROOT, irq, irq_process
+from cli_harness import ROOT, irq, irq_process, start_gateway
 
 from console.config import Config, Context, save_config
-from console.processes import free_port
+from console.processes import PortTaken, free_port
 
 SUBCOMMANDS = [
     "runs",
@@ -223,3 +224,12 @@ def test_tui_without_a_terminal_is_a_usage_error(irq_home: Path):
     out = irq_process("tui")
     assert out.returncode == 2
     assert "needs a terminal" in out.stderr
+
+
+def test_the_harness_says_when_the_gateways_chosen_port_is_taken(tmp_path: Path) -> None:
+    """A port the test chose stays its own; a taken one is reported, not silently moved."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        with pytest.raises(PortTaken, match="the port is in use"):
+            start_gateway(tmp_path, port=int(held.getsockname()[1]))

@@ -46,7 +46,7 @@ def start_agent_server(
 ) -> AgentServer:
     server = AgentServer(prepare_server_dir(workdir), extra_env=dict(env or {}))
     if port is not None:
-        server.port = port
+        server.port, server.ports_fixed = port, True
     server.start()
     return server
 
