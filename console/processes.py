@@ -60,6 +60,22 @@ def port_taken(message: str) -> bool:
     return any(said in text for said in PORT_TAKEN_SAYINGS)
 
 
+def start_on_fresh_ports(
+    start_once: Callable[[], None], repick: Callable[[], None], *, fixed: bool, tries: int = 3
+) -> None:
+    """``start_once()``; when it raises :class:`PortTaken` and the ports are not ``fixed``
+    (chosen by the caller, or held by clients since a first start), ``repick()`` fresh ones
+    and try again, up to ``tries`` starts in all."""
+    for attempt in range(tries):
+        try:
+            start_once()
+            return
+        except PortTaken:
+            if fixed or attempt == tries - 1:
+                raise
+            repick()
+
+
 def stop_process(proc: subprocess.Popen[Any], grace_s: float = 10.0) -> None:
     """SIGTERM ``proc`` by its pid, and SIGKILL it if it is still there after ``grace_s``.
 

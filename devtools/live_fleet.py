@@ -18,7 +18,14 @@ from pathlib import Path
 
 from console.client import FleetView, GatewayClient, GatewayError
 from console.model import Role
-from console.processes import HOST, ChildProcess, free_port, port_taken
+from console.processes import (
+    HOST,
+    ChildProcess,
+    PortTaken,
+    free_port,
+    port_taken,
+    start_on_fresh_ports,
+)
 
 
 @dataclass
@@ -87,8 +94,9 @@ class LiveFleet:
         before the gateway bound it (the gateway says so and exits) is replaced by a fresh
         one, up to three times. A port the caller chose is theirs: taken is an error."""
         chosen = bool(self.port)
-        for attempt in range(3):
-            self.port = self.port if chosen else free_port()
+        self.port = self.port or free_port()
+
+        def start_once() -> None:
             gateway = ChildProcess(
                 "gateway",
                 [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
@@ -100,10 +108,15 @@ class LiveFleet:
             gateway.start()
             try:
                 self._wait(lambda: self._answers(), gateway, timeout_s)
-                return
             except RuntimeError as exc:
-                if chosen or attempt == 2 or not port_taken(str(exc)):
-                    raise
+                if port_taken(str(exc)):
+                    raise PortTaken(str(exc)) from exc
+                raise
+
+        def repick() -> None:
+            self.port = free_port()
+
+        start_on_fresh_ports(start_once, repick, fixed=chosen)
 
     def stop(self) -> None:
         for child in reversed(self.children):

@@ -18,7 +18,15 @@ from pathlib import Path
 
 import httpx
 
-from console.processes import HOST, ChildProcess, PortTaken, executable, free_port, wait_until
+from console.processes import (
+    HOST,
+    ChildProcess,
+    PortTaken,
+    executable,
+    free_port,
+    start_on_fresh_ports,
+    wait_until,
+)
 
 #: environment that keeps ``langgraph dev`` offline and quiet
 OFFLINE_ENV = {
@@ -120,16 +128,13 @@ class AgentServer:
         taken meanwhile (the CLI then moves to another, which clients would not know) is
         replaced by a fresh one, up to ``port_tries`` times; a restart keeps its port and
         raises :class:`PortTaken`."""
-        for attempt in range(port_tries):
-            try:
-                self._start_once(timeout)
-            except PortTaken:
-                if self.ports_fixed or attempt == port_tries - 1:
-                    raise
-                self.port = free_port()
-                continue
-            self.ports_fixed = True
-            return
+        def repick() -> None:
+            self.port = free_port()
+
+        start_on_fresh_ports(
+            lambda: self._start_once(timeout), repick, fixed=self.ports_fixed, tries=port_tries
+        )
+        self.ports_fixed = True
 
     def _start_once(self, timeout: float) -> None:
         if self.answers():  # somebody else's server is on the port we were given

@@ -27,6 +27,7 @@ from console.processes import (
     distinct_free_ports,
     free_port,
     port_taken,
+    start_on_fresh_ports,
     wait_until,
 )
 
@@ -115,21 +116,24 @@ class RestateServer:
         """Start the server and wait until it answers. On the first start, a server that exits
         because a port was taken meanwhile is started again on fresh ports, up to
         ``port_tries`` times; a restart keeps its ports and raises :class:`PortTaken`."""
-        for attempt in range(port_tries):
-            self.child = self.process()
-            self.child.start()
-            try:
-                _wait(self.answers, "restate-server", timeout_s, self.child)
-            except RuntimeError as exc:
-                self.stop()
-                if not port_taken(str(exc)):
-                    raise
-                if self.ports_fixed or attempt == port_tries - 1:
-                    raise PortTaken(str(exc)) from exc
-                self.admin_port, self.ingress_port, self.node_port = distinct_free_ports(3)
-                continue
-            self.ports_fixed = True
-            return
+        def repick() -> None:
+            self.admin_port, self.ingress_port, self.node_port = distinct_free_ports(3)
+
+        start_on_fresh_ports(
+            lambda: self._start_once(timeout_s), repick, fixed=self.ports_fixed, tries=port_tries
+        )
+        self.ports_fixed = True
+
+    def _start_once(self, timeout_s: float) -> None:
+        self.child = self.process()
+        self.child.start()
+        try:
+            _wait(self.answers, "restate-server", timeout_s, self.child)
+        except RuntimeError as exc:
+            self.stop()
+            if port_taken(str(exc)):
+                raise PortTaken(str(exc)) from exc
+            raise
 
     def answers(self) -> bool:
         try:

@@ -25,6 +25,7 @@ from console.processes import (
     executable,
     free_port,
     port_taken,
+    start_on_fresh_ports,
     stop_process,
     wait_until,
 )
@@ -105,16 +106,13 @@ class DevServer:
         because a port was taken meanwhile (another dev server picks its internal ports the
         same way) is started again on fresh ports, up to ``port_tries`` times; a restart
         keeps its ports and raises :class:`PortTaken`."""
-        for attempt in range(port_tries):
-            try:
-                self._start_once(timeout)
-            except PortTaken:
-                if self.ports_fixed or attempt == port_tries - 1:
-                    raise
-                self.grpc_port, self.http_port, self.metrics_port = distinct_free_ports(3)
-                continue
-            self.ports_fixed = True
-            return
+        def repick() -> None:
+            self.grpc_port, self.http_port, self.metrics_port = distinct_free_ports(3)
+
+        start_on_fresh_ports(
+            lambda: self._start_once(timeout), repick, fixed=self.ports_fixed, tries=port_tries
+        )
+        self.ports_fixed = True
 
     def _start_once(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)

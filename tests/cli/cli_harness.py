@@ -18,7 +18,13 @@ from typing import IO
 
 from typer.testing import CliRunner
 
-from console.processes import PortTaken, free_port, port_taken, stop_process
+from console.processes import (
+    PortTaken,
+    free_port,
+    port_taken,
+    start_on_fresh_ports,
+    stop_process,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VARS = ("IRQ_URL", "IRQ_TOKEN", "IRQ_CONTEXT", "IRQ_DEBUG")
@@ -163,15 +169,18 @@ def start_gateway(
     operator = create_token(Role.OPERATOR, "ops-test", home)
     viewer = create_token(Role.VIEWER, "viewer-test", home)
     admin = create_token(Role.ADMIN, "admin-test", home)
-    chosen = port
-    for _attempt in range(3):
-        try:
-            return _serve(home, backends, chosen or free_port(), extra_args,
-                          (operator, viewer, admin))
-        except PortTaken:
-            if chosen is not None:
-                raise
-    raise RuntimeError("irq serve found its port taken three times")
+    served: list[ServedGateway] = []
+    picked = [port or free_port()]
+
+    def repick() -> None:
+        picked[0] = free_port()
+
+    start_on_fresh_ports(
+        lambda: served.append(_serve(home, backends, picked[0], extra_args,
+                                     (operator, viewer, admin))),
+        repick, fixed=port is not None,
+    )
+    return served[0]
 
 
 def _serve(

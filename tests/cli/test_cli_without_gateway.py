@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from cli_harness import ROOT, irq, irq_process, start_gateway
 
 from console.config import Config, Context, save_config
 from console.processes import PortTaken, free_port
+from tests.support.held_port import held_port
 
 SUBCOMMANDS = [
     "runs",
@@ -228,8 +228,5 @@ def test_tui_without_a_terminal_is_a_usage_error(irq_home: Path):
 
 def test_the_harness_says_when_the_gateways_chosen_port_is_taken(tmp_path: Path) -> None:
     """A port the test chose stays its own; a taken one is reported, not silently moved."""
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen()
-        with pytest.raises(PortTaken, match="the port is in use"):
-            start_gateway(tmp_path, port=int(held.getsockname()[1]))
+    with held_port() as port, pytest.raises(PortTaken, match="the port is in use"):
+        start_gateway(tmp_path, port=port)

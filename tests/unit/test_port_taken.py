@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from console.processes import distinct_free_ports, port_taken
+from console.processes import PortTaken, distinct_free_ports, port_taken, start_on_fresh_ports
 
 
 @pytest.mark.parametrize(
@@ -36,3 +38,44 @@ def test_distinct_free_ports_are_different_and_sorted() -> None:
     ports = distinct_free_ports(5)
     assert len(set(ports)) == 5
     assert list(ports) == sorted(ports)
+
+
+Starts = tuple[list[int], list[int], Callable[[], None], Callable[[], None]]
+
+
+def _starts(taken: int) -> Starts:
+    """A server whose first ``taken`` starts meet a taken port: (ports tried, picks)."""
+    tried: list[int] = []
+    picks: list[int] = []
+    port = [1000]
+
+    def start_once() -> None:
+        tried.append(port[0])
+        if len(tried) <= taken:
+            raise PortTaken(f"port {port[0]}: address already in use")
+
+    def repick() -> None:
+        port[0] += 1
+        picks.append(port[0])
+
+    return tried, picks, start_once, repick
+
+
+def test_ports_picked_here_are_picked_again_until_a_start_binds() -> None:
+    tried, picks, start_once, repick = _starts(taken=2)
+    start_on_fresh_ports(start_once, repick, fixed=False, tries=3)
+    assert tried == [1000, 1001, 1002] and picks == [1001, 1002]
+
+
+def test_a_chosen_port_that_is_taken_is_an_error_not_a_move() -> None:
+    tried, picks, start_once, repick = _starts(taken=1)
+    with pytest.raises(PortTaken, match="port 1000"):
+        start_on_fresh_ports(start_once, repick, fixed=True)
+    assert tried == [1000] and picks == []
+
+
+def test_the_last_try_says_the_port_was_taken() -> None:
+    tried, picks, start_once, repick = _starts(taken=5)
+    with pytest.raises(PortTaken, match="port 1002"):
+        start_on_fresh_ports(start_once, repick, fixed=False, tries=3)
+    assert tried == [1000, 1001, 1002]

