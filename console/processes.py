@@ -21,9 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 HOST = "127.0.0.1"
+
+T = TypeVar("T")
 
 
 def free_port(host: str = HOST) -> int:
@@ -61,19 +63,19 @@ def port_taken(message: str) -> bool:
 
 
 def start_on_fresh_ports(
-    start_once: Callable[[], None], repick: Callable[[], None], *, fixed: bool, tries: int = 3
-) -> None:
-    """``start_once()``; when it raises :class:`PortTaken` and the ports are not ``fixed``
-    (chosen by the caller, or held by clients since a first start), ``repick()`` fresh ones
-    and try again, up to ``tries`` starts in all."""
+    start_once: Callable[[], T], repick: Callable[[], None], *, fixed: bool, tries: int = 3
+) -> T:
+    """What ``start_once()`` returns; when it raises :class:`PortTaken` and the ports are not
+    ``fixed`` (chosen by the caller, or held by clients since a first start), ``repick()``
+    fresh ones and try again, up to ``tries`` starts in all."""
     for attempt in range(tries):
         try:
-            start_once()
-            return
+            return start_once()
         except PortTaken:
             if fixed or attempt == tries - 1:
                 raise
             repick()
+    raise ValueError(f"tries must be at least 1, not {tries}")
 
 
 def stop_process(proc: subprocess.Popen[Any], grace_s: float = 10.0) -> None:
@@ -129,12 +131,13 @@ def wait_until(
 ) -> bool:
     """Poll until ``ready()`` (True) or ``timeout_s`` passed (False). ``failed()`` is asked
     first on every round; the message it returns (e.g. "the server exited: ...") is raised as
-    RuntimeError at once, so a child that died is not waited for."""
+    RuntimeError at once, so a child that died is not waited for: as :class:`PortTaken` when
+    it says a port was in use."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         problem = failed()
         if problem is not None:
-            raise RuntimeError(problem)
+            raise (PortTaken if port_taken(problem) else RuntimeError)(problem)
         if ready():
             return True
         time.sleep(interval_s)

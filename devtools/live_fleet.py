@@ -97,6 +97,7 @@ class LiveFleet:
         self.port = self.port or free_port()
 
         def start_once() -> None:
+            self.stop()  # a try that met a taken port: its log file is closed
             gateway = ChildProcess(
                 "gateway",
                 [sys.executable, "-m", "console.cli.app", "serve", "--port", str(self.port),
@@ -106,12 +107,7 @@ class LiveFleet:
             )
             self.children = [gateway]
             gateway.start()
-            try:
-                self._wait(lambda: self._answers(), gateway, timeout_s)
-            except RuntimeError as exc:
-                if port_taken(str(exc)):
-                    raise PortTaken(str(exc)) from exc
-                raise
+            self._wait(lambda: self._answers(), gateway, timeout_s)
 
         def repick() -> None:
             self.port = free_port()
@@ -128,7 +124,8 @@ class LiveFleet:
         reason: str | None = "not started"
         while time.monotonic() < deadline:
             if not child.alive():
-                raise RuntimeError(f"{child.name} exited:\n{child.log_tail(30)}")
+                said = f"{child.name} exited:\n{child.log_tail(30)}"
+                raise (PortTaken if port_taken(said) else RuntimeError)(said)
             reason = check()
             if reason is None:
                 return

@@ -23,10 +23,8 @@ import httpx
 from console.processes import (
     HOST,
     ChildProcess,
-    PortTaken,
     distinct_free_ports,
     free_port,
-    port_taken,
     start_on_fresh_ports,
     wait_until,
 )
@@ -125,15 +123,10 @@ class RestateServer:
         self.ports_fixed = True
 
     def _start_once(self, timeout_s: float) -> None:
+        self.stop()  # a try that met a taken port: its log file is closed
         self.child = self.process()
         self.child.start()
-        try:
-            _wait(self.answers, "restate-server", timeout_s, self.child)
-        except RuntimeError as exc:
-            self.stop()
-            if port_taken(str(exc)):
-                raise PortTaken(str(exc)) from exc
-            raise
+        _wait(self.answers, "restate-server", timeout_s, self.child)
 
     def answers(self) -> bool:
         try:

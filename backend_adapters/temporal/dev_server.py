@@ -20,11 +20,9 @@ import httpx
 
 from backend_adapters.temporal.conventions import SEARCH_ATTRIBUTE, SEARCH_ATTRIBUTE_TYPE
 from console.processes import (
-    PortTaken,
     distinct_free_ports,
     executable,
     free_port,
-    port_taken,
     start_on_fresh_ports,
     stop_process,
     wait_until,
@@ -121,14 +119,7 @@ class DevServer:
             self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
         )
         log.close()
-        try:
-            ready = wait_until(self.answers, timeout_s=timeout, interval_s=0.2, failed=self._exited)
-        except RuntimeError as exc:
-            self.proc = None
-            if port_taken(str(exc)):
-                raise PortTaken(str(exc)) from exc
-            raise
-        if ready:
+        if wait_until(self.answers, timeout_s=timeout, interval_s=0.2, failed=self._exited):
             return
         self.stop()
         raise RuntimeError("temporal dev server did not become ready")

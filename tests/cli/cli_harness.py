@@ -169,18 +169,15 @@ def start_gateway(
     operator = create_token(Role.OPERATOR, "ops-test", home)
     viewer = create_token(Role.VIEWER, "viewer-test", home)
     admin = create_token(Role.ADMIN, "admin-test", home)
-    served: list[ServedGateway] = []
     picked = [port or free_port()]
 
     def repick() -> None:
         picked[0] = free_port()
 
-    start_on_fresh_ports(
-        lambda: served.append(_serve(home, backends, picked[0], extra_args,
-                                     (operator, viewer, admin))),
+    return start_on_fresh_ports(
+        lambda: _serve(home, backends, picked[0], extra_args, (operator, viewer, admin)),
         repick, fixed=port is not None,
     )
-    return served[0]
 
 
 def _serve(

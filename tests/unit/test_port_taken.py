@@ -6,7 +6,13 @@ from collections.abc import Callable
 
 import pytest
 
-from console.processes import PortTaken, distinct_free_ports, port_taken, start_on_fresh_ports
+from console.processes import (
+    PortTaken,
+    distinct_free_ports,
+    port_taken,
+    start_on_fresh_ports,
+    wait_until,
+)
 
 
 @pytest.mark.parametrize(
@@ -79,3 +85,17 @@ def test_the_last_try_says_the_port_was_taken() -> None:
     with pytest.raises(PortTaken, match="port 1002"):
         start_on_fresh_ports(start_once, repick, fixed=False, tries=3)
     assert tried == [1000, 1001, 1002]
+
+
+def test_a_child_that_died_of_a_taken_port_is_reported_as_such_by_wait_until() -> None:
+    with pytest.raises(PortTaken, match="os error 98"):
+        wait_until(lambda: False, timeout_s=5, interval_s=0.01,
+                   failed=lambda: "restate-server exited (1): Address in use (os error 98)")
+    with pytest.raises(RuntimeError) as other:
+        wait_until(lambda: False, timeout_s=5, interval_s=0.01,
+                   failed=lambda: "restate-server exited (1): permission denied")
+    assert not isinstance(other.value, PortTaken)
+
+
+def test_what_the_start_returns_is_returned() -> None:
+    assert start_on_fresh_ports(lambda: "served", lambda: None, fixed=True) == "served"
