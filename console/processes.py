@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -28,8 +29,65 @@ HOST = "127.0.0.1"
 T = TypeVar("T")
 
 
+PICK_FLOOR = 20000
+"""The lowest port :func:`free_port` hands out; below it sit well-known services' ports."""
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel takes client ports from (Linux reads it from /proc; 32768-60999
+    is Linux's default, other systems use a range above it)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[:2]
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+@dataclass
+class _PortCursor:
+    """Where this process looks for its next port: a random start, then onward in turn, so
+    one process never hands out the same port twice in a row of thousands."""
+
+    pid: int = -1
+    next: int = 0
+
+
+_cursor = _PortCursor()
+
+
 def free_port(host: str = HOST) -> int:
-    """A TCP port nobody listens on right now (the kernel's pick for port 0)."""
+    """A TCP port nobody listens on right now, picked below the kernel's ephemeral range.
+
+    A port the kernel picks for port 0 comes from the range every outgoing connection takes
+    its client port from: on a busy machine (a test suite, a fleet of clients) one of them
+    can take the port between the pick and the server's bind. Below that range only another
+    picker can, and each process walks on from its own random start. Falls back to the
+    kernel's pick when the range below is too small to walk.
+    """
+    low, _high = ephemeral_ports()
+    span = low - PICK_FLOOR
+    if span < 1000:
+        return _kernel_pick(host)
+    if _cursor.pid != os.getpid():
+        _cursor.pid, _cursor.next = os.getpid(), random.SystemRandom().randrange(span)
+    for _ in range(min(span, 500)):
+        port = PICK_FLOOR + _cursor.next % span
+        _cursor.next += 1
+        if _bindable(host, port):
+            return port
+    return _kernel_pick(host)
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _kernel_pick(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])

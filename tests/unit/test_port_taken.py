@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 
 import pytest
 
+from console import processes
 from console.processes import (
+    PICK_FLOOR,
     PortTaken,
     distinct_free_ports,
+    ephemeral_ports,
+    free_port,
     port_taken,
     start_on_fresh_ports,
     wait_until,
@@ -44,6 +49,34 @@ def test_distinct_free_ports_are_different_and_sorted() -> None:
     ports = distinct_free_ports(5)
     assert len(set(ports)) == 5
     assert list(ports) == sorted(ports)
+
+
+def test_a_free_port_is_below_the_range_client_connections_take_theirs_from() -> None:
+    """A port from the ephemeral range can be taken by any outgoing connection between the
+    pick and the bind (the CI failure on record: 42251, taken before irq serve bound it)."""
+    low, _high = ephemeral_ports()
+    ports = [free_port() for _ in range(50)]
+    assert all(PICK_FLOOR <= port < low for port in ports)
+    assert len(set(ports)) == 50
+
+
+def test_a_port_someone_listens_on_is_passed_over() -> None:
+    first = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", first + 1))
+            sock.listen()
+        except OSError:
+            pass  # someone else holds it already: passed over just the same
+        assert free_port() != first + 1
+
+
+def test_too_small_a_range_below_falls_back_to_the_kernels_pick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    low, high = ephemeral_ports()
+    monkeypatch.setattr(processes, "ephemeral_ports", lambda: (PICK_FLOOR + 10, high))
+    assert low <= free_port() <= high
 
 
 Starts = tuple[list[int], list[int], Callable[[], None], Callable[[], None]]
