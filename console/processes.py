@@ -120,6 +120,12 @@ def port_taken(message: str) -> bool:
     return any(said in text for said in PORT_TAKEN_SAYINGS)
 
 
+def exit_error(message: str) -> RuntimeError:
+    """The error for a child that exited saying ``message``: :class:`PortTaken` when it says
+    a port was in use (a first start may move to fresh ports), else a RuntimeError."""
+    return (PortTaken if port_taken(message) else RuntimeError)(message)
+
+
 def start_on_fresh_ports(
     start_once: Callable[[], T], repick: Callable[[], None], *, fixed: bool, tries: int = 3
 ) -> T:
@@ -195,7 +201,7 @@ def wait_until(
     while time.monotonic() < deadline:
         problem = failed()
         if problem is not None:
-            raise (PortTaken if port_taken(problem) else RuntimeError)(problem)
+            raise exit_error(problem)
         if ready():
             return True
         time.sleep(interval_s)

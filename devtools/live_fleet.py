@@ -21,9 +21,8 @@ from console.model import Role
 from console.processes import (
     HOST,
     ChildProcess,
-    PortTaken,
+    exit_error,
     free_port,
-    port_taken,
     start_on_fresh_ports,
 )
 
@@ -124,8 +123,7 @@ class LiveFleet:
         reason: str | None = "not started"
         while time.monotonic() < deadline:
             if not child.alive():
-                said = f"{child.name} exited:\n{child.log_tail(30)}"
-                raise (PortTaken if port_taken(said) else RuntimeError)(said)
+                raise exit_error(f"{child.name} exited:\n{child.log_tail(30)}")
             reason = check()
             if reason is None:
                 return

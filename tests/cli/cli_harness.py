@@ -19,11 +19,10 @@ from typing import IO
 from typer.testing import CliRunner
 
 from console.processes import (
-    PortTaken,
     free_port,
-    port_taken,
     start_on_fresh_ports,
     stop_process,
+    wait_until,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,16 +202,16 @@ def _serve(
             cwd=ROOT,
         )
     url = f"ws://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            said = log.read_bytes()[start:].decode(errors="replace")
-            if port_taken(said):
-                raise PortTaken(said)
-            raise RuntimeError(f"irq serve exited {proc.returncode}:\n{log.read_text()}")
-        if gateway_ready(url, operator):
-            return ServedGateway(url, port, home, operator, viewer, admin, proc, log)
-        time.sleep(0.1)
+
+    def exited() -> str | None:
+        if proc.poll() is None:
+            return None
+        said = log.read_bytes()[start:].decode(errors="replace")
+        return f"irq serve exited {proc.returncode}:\n{said}"
+
+    if wait_until(lambda: gateway_ready(url, operator), timeout_s=30, interval_s=0.1,
+                  failed=exited):
+        return ServedGateway(url, port, home, operator, viewer, admin, proc, log)
     stop_process(proc)
     raise RuntimeError(f"irq serve did not answer within 30s:\n{log.read_text()}")
 
